@@ -1,0 +1,130 @@
+"""The command line: ``python -m autograder {grade,demo,build}``.
+
+    grade PATH [PATH ...]   grade .py files, .ipynb notebooks or student folders
+    demo                    grade the bundled sample class and print the table
+    build                   regenerate the student files from solutions/
+
+Exit status 0 when every submission was graded, whatever the scores; 2 when
+the grader itself could not work (bad arguments, missing files).
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+from autograder import rubric
+from autograder.sandbox import Limits
+
+
+def _limits(args):
+    return Limits(wall_seconds=args.timeout, task_seconds=min(args.task_timeout, args.timeout),
+                  memory_bytes=int(args.memory_gb * 1024**3))
+
+
+def _add_grading_options(parser):
+    parser.add_argument("--timeout", type=float, default=rubric.WALL_SECONDS, metavar="SECONDS",
+                        help=f"wall-clock limit per submission (default {rubric.WALL_SECONDS:g})")
+    parser.add_argument("--task-timeout", type=float, default=rubric.TASK_SECONDS, metavar="SECONDS",
+                        help=f"wall-clock limit per task within a submission (default {rubric.TASK_SECONDS:g})")
+    parser.add_argument("--memory-gb", type=float, default=rubric.MEMORY_BYTES / 1024**3,
+                        help="address-space limit of a submission's process, in GiB")
+    parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+                        help="submissions graded at once (default: the number of CPUs)")
+    parser.add_argument("--seed", type=int, default=rubric.SEED, help="seed of the hidden cases")
+
+
+def _unique_names(results):
+    seen = {}
+    for result in results:
+        count = seen.get(result.name, 0)
+        seen[result.name] = count + 1
+        if count:
+            result.name = f"{result.name}-{count + 1}"
+
+
+def _grade(paths, args, show_feedback):
+    from autograder import report
+    from autograder.grade import Grader
+
+    grader = Grader(seed=args.seed, limits=_limits(args))
+    started = time.monotonic()
+    progress = [0]
+
+    def on_result(result):
+        progress[0] += 1
+        if len(paths) > 1 and not args.json:
+            print(f"[{progress[0]}/{len(paths)}] {result.name}: {result.score:g}/{result.max_score:g}",
+                  file=sys.stderr, flush=True)
+
+    results = grader.grade_many(paths, jobs=args.jobs, on_result=on_result)
+    _unique_names(results)
+    if args.json:
+        for result in results:
+            print(json.dumps(result.to_gradescope()))
+    else:
+        if show_feedback:
+            for result in results:
+                print(report.feedback(result), end="\n\n")
+        print(report.table(results))
+        print(f"\n{len(results)} submission(s) graded in {time.monotonic() - started:.1f} s "
+              f"with {args.jobs} job(s).", file=sys.stderr)
+    if getattr(args, "out", None):
+        report.write_outputs(results, args.out)
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    grade = commands.add_parser("grade", help="grade submissions (files or folders)")
+    grade.add_argument("paths", nargs="+", metavar="PATH")
+    grade.add_argument("--json", action="store_true",
+                       help="print one Gradescope results.json object per submission, one a line")
+    grade.add_argument("--out", metavar="DIR", help="also write <name>.json per submission and grades.csv here")
+    grade.add_argument("--feedback", action="store_true",
+                       help="print every test's feedback (the default for a single submission)")
+    _add_grading_options(grade)
+
+    demo = commands.add_parser("demo", help="grade the bundled sample class and print the table")
+    demo.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    demo.add_argument("--feedback", action="store_true", help="also print each submission's feedback")
+    _add_grading_options(demo)
+
+    commands.add_parser("build", help="regenerate assignments/student/ from solutions/")
+
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        from autograder.build import build
+
+        for path in build():
+            print(f"wrote {path}")
+        return 0
+    if args.command == "demo":
+        from autograder.demo import write_class
+
+        with tempfile.TemporaryDirectory(prefix="sample-class-") as folder:
+            paths = write_class(folder)
+            print(f"Grading the sample class: the reference, the blank stubs and {len(paths) - 2} submissions "
+                  "with one typical mistake each.\n", file=sys.stderr)
+            _grade(paths, args, show_feedback=args.feedback)
+        return 0
+
+    from autograder.load import expand
+
+    try:
+        paths = expand(args.paths)
+    except FileNotFoundError as error:
+        parser.exit(2, f"python -m autograder grade: {error}\n")
+    if not paths:
+        parser.exit(2, "python -m autograder grade: no .py, .ipynb or student folder found in the paths given\n")
+    _grade(paths, args, show_feedback=args.feedback or len(paths) == 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The hidden cases of every task, built from the rubric's seed. Instructor-only.
+
+``build_cases(seed)`` returns {task: [Case, ...]} in rubric order, each case with
+a stable id ``<test>/<n>``. Expected outputs are computed here, on the trusted
+side, from the reference in ``solutions/``; none of it is sent to a submission.
+"""
+
+import importlib
+import random
+
+import torch
+
+from autograder import rubric
+
+
+def build_cases(seed=rubric.SEED):
+    by_task = {}
+    for number, task in enumerate(rubric.TASK_NAMES):
+        module = importlib.import_module(f"autograder.cases.{task}")
+        rng = random.Random(f"{seed}:{task}")
+        generator = torch.Generator().manual_seed(seed * 100 + number)
+        cases = module.build(rng, generator)
+        counts = {}
+        for case in cases:
+            counts[case.test] = counts.get(case.test, 0) + 1
+            case.id = f"{case.test}/{counts[case.test]}"
+            case.probe["id"] = case.id
+        known = {test.id for test in rubric.tests_of(task)}
+        unknown = {case.test for case in cases} - known
+        if unknown or known - {case.test for case in cases}:
+            raise RuntimeError(f"cases of {task} do not match the rubric: {sorted(unknown ^ (known - set(counts)))}")
+        by_task[task] = cases
+    return by_task

@@ -1,0 +1,178 @@
+"""What every task's hidden cases share: the Case record and the checks.
+
+A case is one probe (a call sent to the student's process) and one check
+(run here, on the trusted side) that turns what came back into a verdict. A
+check compares with the reference's output; when the output is wrong it also
+runs the task's known mistakes on the same inputs and, if one of them gives
+exactly the student's output, names it.
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import torch
+
+from autograder.compare import mismatch
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    message: str = ""  # on a pass, an optional note (partial credit carried forward)
+
+
+@dataclass
+class Case:
+    test: str  # the rubric test this case belongs to
+    label: str  # the call as the student would write it
+    probe: dict  # sent to the worker (no expected value in it)
+    check: Callable[[dict], Verdict]
+    id: str = field(default="")
+
+
+@dataclass
+class Mistake:
+    """A known wrong formulation: its output on the case's inputs, and what to tell the student."""
+
+    explain: str
+    output: Callable[[], torch.Tensor]  # computed only when needed
+
+
+class Returned:
+    """A stand-in for a non-tensor the student's function returned (the object stays in their process)."""
+
+    def __init__(self, type_name, text):
+        self.type_name, self.text = type_name, text
+
+
+def dtype_arg(dtype):
+    """How a dtype travels in a probe (the worker turns it back into torch.<name>)."""
+    return {"__dtype__": str(dtype).replace("torch.", "")}
+
+
+def call_label(name, args=(), kwargs=None):
+    def show(value):
+        if isinstance(value, torch.Tensor):
+            return f"<{str(value.dtype).replace('torch.', '')} tensor {tuple(value.shape)}>"
+        if isinstance(value, dict) and "__dtype__" in value:
+            return f"torch.{value['__dtype__']}"
+        return repr(value)
+
+    parts = [show(a) for a in args] + [f"{k}={show(v)}" for k, v in (kwargs or {}).items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def call_probe(name, args=(), kwargs=None, substitute=None):
+    """A call of the student's ``name``; ``substitute`` swaps one of their helpers for a stand-in meanwhile."""
+    probe = {"op": "call", "name": name, "args": list(args), "kwargs": dict(kwargs or {})}
+    if substitute:
+        probe["substitute"] = substitute
+    return probe
+
+
+# --- reading what came back -------------------------------------------------------------
+
+def failure_of(outcome, name):
+    """A message when the call did not return a value at all (missing, not implemented, raised), else None."""
+    if outcome is None:
+        return f"{name} did not run."
+    if "missing" in outcome:
+        return f"{outcome['missing']} is not defined in your submission."
+    if "error" in outcome:
+        error = outcome["error"]
+        if "NotImplementedError" in error["mro"]:
+            return f"{name} is not implemented yet (it raised NotImplementedError)."
+        where = f"\n  (raised at {error['where']})" if error.get("where") else ""
+        message = f": {error['message']}" if error["message"] else ""
+        return f"{name} raised {error['type']}{message}{where}"
+    return None
+
+
+def returned_value(outcome):
+    """The student's returned value: a plain tensor, or a Returned stand-in for anything else."""
+    value = outcome["value"]
+    if "tensor" in value:
+        return value["tensor"]
+    return Returned(value.get("type_name", "object"), value.get("repr", ""))
+
+
+def device_of(outcome):
+    return outcome["value"].get("device", "cpu")
+
+
+# --- checks -------------------------------------------------------------------------------
+
+def diagnose(got, mistakes, atol, rtol):
+    """The explanation of the first known mistake that reproduces ``got`` exactly, else None."""
+    if not isinstance(got, torch.Tensor):
+        return None
+    for mistake in mistakes:
+        try:
+            candidate = mistake.output()
+        except Exception:
+            continue
+        if isinstance(candidate, torch.Tensor) and candidate.shape == got.shape:
+            if mismatch(got, candidate.to(got.dtype), atol=atol, rtol=rtol, check_dtype=False) is None:
+                return mistake.explain
+    return None
+
+
+def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected_device="cpu",
+                 also_accept=None, extra=None):
+    """A check that the call returned ``expected`` (same dtype and shape, values within tolerance).
+
+    ``also_accept`` is a second right answer: what the task should return when it
+    calls its helper and the helper is the grader's stand-in (see worker.STAND_INS).
+    ``extra(got)`` may add a hint to any failure message.
+    """
+
+    def check(outcome):
+        failed = failure_of(outcome, label)
+        if failed:
+            return Verdict(False, failed)
+        got = returned_value(outcome)
+        problem = mismatch(got, expected, what=f"{label}", atol=atol, rtol=rtol)
+        if problem is None:
+            device = device_of(outcome)
+            if device != expected_device:
+                return Verdict(False, f"{label} returned a tensor on {device}, expected {expected_device}: "
+                                      "build new tensors on the input's device (device=...).")
+            return Verdict(True)
+        if also_accept is not None and mismatch(got, also_accept, atol=atol, rtol=rtol) is None:
+            return Verdict(True)
+        explanation = diagnose(got, mistakes, atol, rtol)
+        if explanation is None and extra is not None:
+            explanation = extra(got)
+        return Verdict(False, problem + (f"\nLikely mistake: {explanation}" if explanation else ""))
+
+    return check
+
+
+def raises_check(label, exception="ValueError", why="", must_mention=(), mistakes_if_returned=None):
+    """A check that the call raised ``exception`` (a subclass counts), naming each of ``must_mention``."""
+
+    def check(outcome):
+        if outcome is None or "missing" in outcome:
+            return Verdict(False, failure_of(outcome, label))
+        if "error" in outcome:
+            error = outcome["error"]
+            if "NotImplementedError" in error["mro"]:
+                return Verdict(False, failure_of(outcome, label))
+            if exception not in error["mro"]:
+                return Verdict(False, f"{label} should raise {exception}{why}, but it raised "
+                                      f"{error['type']}: {error['message']}")
+            absent = [str(v) for v in must_mention if not re.search(rf"(?<!\d){re.escape(str(v))}(?!\d)", error["message"])]
+            if absent:
+                return Verdict(False, f"{label} raised {exception} as it should, but its message "
+                                      f"{error['message']!r} does not mention {' and '.join(absent)}: "
+                                      "say which values are in conflict, so the user can fix the call.")
+            return Verdict(True)
+        got = returned_value(outcome)
+        shown = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else f"a {got.type_name}"
+        message = f"{label} should raise {exception}{why}, but it returned {shown}."
+        if mistakes_if_returned:
+            message += f"\nLikely mistake: {mistakes_if_returned}"
+        return Verdict(False, message)
+
+    return check

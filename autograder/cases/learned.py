@@ -1,0 +1,160 @@
+"""Hidden cases for ``LearnedPositionalEmbedding``.
+
+The grader loads its own weight into the student's module (``module.weight``)
+before calling forward, so the values are checked exactly, whatever the
+random initialisation drew.
+"""
+
+import torch
+
+from autograder.cases.common import Case, Mistake, Verdict, failure_of, raises_check, returned_value, tensor_check
+from autograder.compare import mismatch
+
+NAME = "LearnedPositionalEmbedding"
+
+
+def _module_probe(init, x=None, weight=None, grad_out=None, seed=0):
+    return {"op": "module", "name": NAME, "init": list(init), "x": x, "weight": weight, "grad_out": grad_out,
+            "seed": seed}
+
+
+def _label(init, x=None):
+    made = f"{NAME}({', '.join(repr(a) for a in init)})"
+    return made if x is None else f"{made}(x of shape {tuple(x.shape)})"
+
+
+def _stage(outcome, stage):
+    """The part of a module probe's outcome that a check is about: the failed init, or ``stage``."""
+    if outcome is None or "missing" in outcome:
+        return outcome
+    if "error" in outcome["init"]:
+        return outcome["init"]
+    return outcome.get(stage)
+
+
+def _forward_check(label, expected, mistakes=(), extra=None):
+    tensor = tensor_check(label, expected, atol=1e-6, rtol=1e-6, mistakes=mistakes, extra=extra)
+
+    def check(outcome):
+        if outcome is None or "missing" in outcome:
+            return Verdict(False, failure_of(outcome, NAME))
+        if "error" in outcome["init"]:
+            return Verdict(False, failure_of(outcome["init"], f"{NAME}.__init__"))
+        return tensor(outcome.get("forward"))
+
+    return check
+
+
+def _parameter_check(label, max_len, d_model):
+    def check(outcome):
+        if outcome is None or "missing" in outcome:
+            return Verdict(False, failure_of(outcome, NAME))
+        if "error" in outcome["init"]:
+            return Verdict(False, failure_of(outcome["init"], f"{NAME}.__init__"))
+        weight = returned_value(outcome["weight"])
+        if not isinstance(weight, torch.Tensor):
+            return Verdict(False, f"{label}: self.weight should be an nn.Parameter, but it is a {weight.type_name}.")
+        if not outcome["weight_is_parameter"]:
+            return Verdict(False, f"{label}: self.weight is a plain tensor; wrap it in nn.Parameter so the "
+                                  "optimiser can learn it.")
+        if not outcome["weight_registered"]:
+            return Verdict(False, f"{label}: self.weight is not among the module's parameters(); assign it as "
+                                  "self.weight = nn.Parameter(...) after super().__init__().")
+        problem = mismatch(weight, torch.empty(max_len, d_model), what=f"{label}.weight")
+        if problem and "wrong at" not in problem:
+            return Verdict(False, problem)
+        mean, std = weight.double().mean().item(), weight.double().std().item()
+        if abs(std - 1.0) < 0.05:
+            return Verdict(False, f"{label}.weight has standard deviation {std:.3f}: that is N(0, 1), the default "
+                                  "of nn.Embedding. Draw it from N(0, 0.02**2): nn.init.normal_(w, std=0.02).")
+        if not (abs(mean) < 0.002 and 0.018 < std < 0.022):
+            return Verdict(False, f"{label}.weight should be drawn from N(0, 0.02**2), but its entries have mean "
+                                  f"{mean:.4f} and standard deviation {std:.4f}.")
+        return Verdict(True)
+
+    return check
+
+
+def build(rng, generator):
+    def randn(*shape):
+        return torch.randn(*shape, generator=generator)
+
+    cases = []
+    for init in [(300, 48, "add"), (400, 40, "concat")]:
+        label = _label(init)
+        cases.append(Case("learned_parameter", label, _module_probe(init, seed=rng.randint(0, 10**6)),
+                          _parameter_check(label, init[0], init[1])))
+
+    for batch, length, max_len, d_model in [(3, 5, 9, 4), (1, 1, 7, 6), (2, rng.randint(10, 40), 50, 16)]:
+        weight, x = randn(max_len, d_model), randn(batch, length, d_model)
+        init = (max_len, d_model, "add")
+        label = _label(init, x)
+        from_one = [Mistake("positions are counted from 1: position t uses row t of weight, so weight[0:L].",
+                            lambda w=weight, x=x, n=length: x + w[1:n + 1])] if length < max_len else []
+        cases.append(Case("learned_add", label, _module_probe(init, x, weight),
+                          _forward_check(label, x + weight[:length], from_one)))
+
+    for batch, length, max_len, d, d_model in [(2, 4, 6, 3, 5), (3, 7, 20, 8, 8), (1, 1, 3, 2, 4)]:
+        weight, x = randn(max_len, d_model), randn(batch, length, d)
+        init = (max_len, d_model, "concat")
+        label = _label(init, x)
+        rows = weight[:length].expand(batch, length, d_model)
+        mistakes = [Mistake("the position vector comes first; append it after x: cat((x, rows), dim=-1).",
+                            lambda x=x, rows=rows: torch.cat((rows, x), dim=-1))]
+        cases.append(Case("learned_concat", label, _module_probe(init, x, weight),
+                          _forward_check(label, torch.cat((x, rows), dim=-1), mistakes)))
+
+    max_len, d_model = 13, 4
+    weight, x = randn(max_len, d_model), randn(2, max_len, d_model)
+    label = _label((max_len, d_model, "add"), x)
+    off_by_one = ("raising ValueError when L == max_len is off by one: a table of max_len rows covers positions "
+                  "0..max_len-1, so L == max_len fits; reject only L > max_len.")
+
+    def fits(outcome, check=_forward_check(label, x + weight)):
+        verdict = check(outcome)
+        forward = (outcome or {}).get("forward") or {}
+        if not verdict.passed and "ValueError" in forward.get("error", {}).get("mro", []):
+            return Verdict(False, verdict.message + f"\nLikely mistake: {off_by_one}")
+        return verdict
+
+    cases.append(Case("learned_length_check", label, _module_probe((max_len, d_model, "add"), x, weight), fits))
+    for length, mode in [(max_len + 4, "add"), (max_len + 1, "concat")]:
+        x = randn(2, length, d_model)
+        init = (max_len, d_model, mode)
+        label = _label(init, x)
+        raises = raises_check(label, "ValueError", f" (L={length} > max_len={max_len})", must_mention=(length, max_len))
+        cases.append(Case("learned_length_check", label, _module_probe(init, x, weight),
+                          lambda outcome, raises=raises: raises(_stage(outcome, "forward"))))
+    for mode in ["sum", "Concat"]:
+        init = (8, 4, mode)
+        label = _label(init)
+        raises = raises_check(label, "ValueError", f" in __init__ (mode {mode!r} is neither 'add' nor 'concat')")
+        cases.append(Case("learned_length_check", label, _module_probe(init),
+                          lambda outcome, raises=raises: raises(_stage(outcome, "init"))))
+
+    for mode, d in [("add", 6), ("concat", 3)]:
+        max_len, length = 10, 6
+        weight, x = randn(max_len, 6), randn(2, length, d)
+        grad_out = randn(2, length, d + 6 if mode == "concat" else d)
+        expected = torch.zeros(max_len, 6)
+        expected[:length] = grad_out[..., -6:].sum(0)
+        init = (max_len, 6, mode)
+        label = f"the gradient of weight after {_label(init, x)}"
+
+        def grad_check(outcome, label=label, expected=expected, forward=_forward_check(label, torch.empty(0))):
+            if outcome is None or "missing" in outcome or "error" in outcome["init"]:
+                return forward(outcome)
+            if "grad" not in outcome:
+                return Verdict(False, failure_of(outcome.get("forward"), f"{NAME} forward or backward") or
+                               f"{label}: no gradient came back.")
+            got = returned_value(outcome["grad"])
+            if not isinstance(got, torch.Tensor):
+                return Verdict(False, f"{label} is None: weight took no part in the output. Use self.weight "
+                                      "itself (slices keep the graph); do not copy or detach it.")
+            problem = mismatch(got, expected, what=label, atol=1e-5, rtol=1e-5)
+            if problem and (got[length:] != 0).any():
+                problem += f"\nRows {length}..{max_len - 1} should get no gradient: only weight[:L] is used."
+            return Verdict(problem is None, problem or "")
+
+        cases.append(Case("learned_gradients", label, _module_probe(init, x, weight, grad_out), grad_check))
+    return cases

@@ -1,0 +1,49 @@
+"""Hidden cases for ``clipped_relative_positions``: integers, so exact equality."""
+
+import torch
+
+from autograder.cases.common import Case, Mistake, call_label, call_probe, tensor_check
+from solutions import positional_encodings as ref
+
+NAME = "clipped_relative_positions"
+
+
+def distances(length_q, length_k):
+    """j - i for query i and key j, (Lq, Lk); shared with the Shaw cases."""
+    return torch.arange(length_k)[None, :] - torch.arange(length_q)[:, None]
+
+
+def mistakes(length_q, length_k, k):
+    d = distances(length_q, length_k)
+    return [
+        Mistake("the distance is i - j (query minus key); Shaw's convention here is j - i, key minus query.",
+                lambda: (-d).clamp(-k, k) + k),
+        Mistake("the + k shift is missing: clip(j - i, -k, k) lies in [-k, k]; add k to get row numbers 0..2k.",
+                lambda: d.clamp(-k, k)),
+        Mistake("the distance is not clipped: clip(j - i, -k, k) before adding k, so far keys share row 0 or 2k.",
+                lambda: d + k),
+        Mistake("the rows and columns are swapped: rows are queries (Lq), columns keys (Lk).",
+                lambda: ref.clipped_relative_positions(length_k, length_q, k)),
+    ]
+
+
+def case(test, length_q, length_k, k, with_device=False):
+    kwargs = {"device": "cpu"} if with_device else {}
+    label = call_label(NAME, [length_q, length_k, k], kwargs)
+    expected = ref.clipped_relative_positions(length_q, length_k, k)
+    return Case(test, label, call_probe(NAME, [length_q, length_k, k], kwargs),
+                tensor_check(label, expected, atol=0, rtol=0, mistakes=mistakes(length_q, length_k, k)))
+
+
+def build(rng, generator):
+    return [
+        case("relative_positions_values", 5, 5, 2),
+        case("relative_positions_values", 7, 3, 2),
+        case("relative_positions_values", 3, 9, 4, with_device=True),
+        case("relative_positions_values", 16, 16, 3),
+        case("relative_positions_values", rng.randint(20, 60), rng.randint(20, 60), rng.randint(2, 12)),
+        case("relative_positions_edge_cases", 1, 1, 3),
+        case("relative_positions_edge_cases", 4, 6, 0),
+        case("relative_positions_edge_cases", 3, 3, 10),
+        case("relative_positions_edge_cases", 1, 8, 2),
+    ]

@@ -1,0 +1,82 @@
+"""Hidden cases for ``sinusoidal_table``.
+
+Tolerance: the reference builds its angles in float64. A float32 formulation
+drifts from it by about 6e-5 at t = 1000 and 4e-4 at t = 5000 (the angle
+t * w_k carries float32's relative error, so the error grows with t), hence a
+tolerance that grows with the row: 1e-5 + 2.5e-7 * t.
+"""
+
+import torch
+
+from autograder.cases.common import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
+from solutions import positional_encodings as ref
+
+NAME = "sinusoidal_table"
+
+
+def _angles(num_positions, d_model, base, exponent, first_position=0):
+    position = torch.arange(first_position, first_position + num_positions, dtype=torch.float64)[:, None]
+    return position * base ** (-exponent / d_model)
+
+
+def _mistakes(num_positions, d_model, base, dtype):
+    two_k = torch.arange(0, d_model, 2, dtype=torch.float64)
+    table = lambda: ref.sinusoidal_table(num_positions, d_model, base, dtype=dtype)
+
+    def interleave(even, odd):
+        return torch.stack((even, odd), dim=-1).reshape(num_positions, d_model).to(dtype)
+
+    return [
+        Mistake("sin and cos are swapped: column 2k holds the sine, column 2k+1 the cosine.",
+                lambda: table().reshape(num_positions, -1, 2).flip(-1).reshape(num_positions, d_model)),
+        Mistake("the table is in halves [sin ... sin | cos ... cos]; the convention here interleaves the pairs "
+                "(sin, cos, sin, cos, ...).",
+                lambda: torch.cat((table()[:, 0::2], table()[:, 1::2]), dim=-1)),
+        Mistake("the exponent uses k/d_model where the pair index k needs 2k/d_model (w_k = base ** (-2k / d_model)).",
+                lambda: interleave(*(f(_angles(num_positions, d_model, base, two_k / 2)) for f in (torch.sin, torch.cos)))),
+        Mistake("the cosine column 2k+1 uses the exponent (2k+1)/d_model; both members of a pair share 2k/d_model.",
+                lambda: interleave(_angles(num_positions, d_model, base, two_k).sin(),
+                                   _angles(num_positions, d_model, base, two_k + 1).cos())),
+        Mistake("the frequencies grow instead of shrink: w_k = base ** (-2k / d_model), with the minus sign.",
+                lambda: interleave(*(f(_angles(num_positions, d_model, base, -two_k)) for f in (torch.sin, torch.cos)))),
+        Mistake("positions are counted from 1; row 0 is position 0 (sin 0 = 0, cos 0 = 1).",
+                lambda: interleave(*(f(_angles(num_positions, d_model, base, two_k, 1)) for f in (torch.sin, torch.cos)))),
+    ]
+
+
+def _value_case(test, num_positions, d_model, base=10000.0, dtype=torch.float32, pass_base=True, device=None):
+    args = [num_positions, d_model] + ([base] if pass_base else [])
+    kwargs = {}
+    if dtype != torch.float32:
+        kwargs["dtype"] = dtype_arg(dtype)
+    if device is not None:
+        kwargs["device"] = device
+    label = call_label(NAME, args, kwargs)
+    expected = ref.sinusoidal_table(num_positions, d_model, base, dtype=dtype)
+    atol = (1e-5 + 2.5e-7 * torch.arange(num_positions, dtype=torch.float64))[:, None]
+    check = tensor_check(label, expected, atol=atol, rtol=0.0,
+                         mistakes=_mistakes(num_positions, d_model, base, dtype))
+    return Case(test, label, call_probe(NAME, args, kwargs), check)
+
+
+def build(rng, generator):
+    cases = [
+        _value_case("sinusoidal_values", 50, 16, pass_base=False),
+        _value_case("sinusoidal_values", 1000, 64),
+        _value_case("sinusoidal_values", 5000, 8),
+        _value_case("sinusoidal_values", rng.randint(20, 300), 2 * rng.randint(3, 40), base=float(rng.choice([100, 500, 2500]))),
+        _value_case("sinusoidal_values", rng.randint(5, 60), 2 * rng.randint(1, 12), dtype=torch.float64),
+        _value_case("sinusoidal_edge_cases", 1, 2),
+        _value_case("sinusoidal_edge_cases", 0, 8),
+        _value_case("sinusoidal_edge_cases", 7, 4, dtype=torch.float64, device="cpu"),
+    ]
+    for num_positions, d_model, why in [
+        (10, 7, " (d_model is odd: the table is made of sin/cos pairs)"),
+        (10, 0, " (d_model must be positive)"),
+        (10, -4, " (d_model must be positive)"),
+        (-1, 8, " (a negative number of positions)"),
+    ]:
+        label = call_label(NAME, [num_positions, d_model])
+        cases.append(Case("sinusoidal_invalid_args", label, call_probe(NAME, [num_positions, d_model]),
+                          raises_check(label, "ValueError", why)))
+    return cases

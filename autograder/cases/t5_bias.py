@@ -1,0 +1,72 @@
+"""Hidden cases for ``t5_bias``.
+
+While ``t5_bias`` runs, the student's ``t5_relative_position_bucket`` is
+swapped for the grader's stand-in, which returns valid but scrambled buckets
+that depend on every argument. A ``t5_bias`` that calls the helper is right
+when it looks up the stand-in's buckets for the (j - i) grid with the settings
+it was given; one that computes buckets itself must give the reference.
+"""
+
+import torch
+
+from autograder.cases.common import Case, Mistake, call_label, call_probe, tensor_check
+from autograder.cases.relative_positions import distances
+from autograder.worker import scrambled_buckets
+from solutions import positional_encodings as ref
+
+NAME = "t5_bias"
+
+
+def _from_buckets(bias_table, buckets):
+    return bias_table[buckets].permute(2, 0, 1).unsqueeze(0)  # (1, H, Lq, Lk)
+
+
+def _case(test, generator, length_q, length_k, heads, bidirectional=True, num_buckets=32, max_distance=128,
+          dtype=torch.float32, pass_all=True):
+    bias_table = torch.randn(num_buckets, heads, generator=generator, dtype=torch.float64).to(dtype)
+    settings = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
+    kwargs = settings if pass_all else {}
+    label = call_label(NAME, [length_q, length_k, bias_table], kwargs)
+    expected = ref.t5_bias(length_q, length_k, bias_table, **settings)
+    grid = distances(length_q, length_k)
+    buckets = ref.t5_relative_position_bucket(grid, **settings)
+    key_ = (7 + 2 * heads, 3, 1 + length_q % 4)
+    stand_in = scrambled_buckets(grid, **settings, key=key_)
+    mistakes = []
+    for table in (buckets, stand_in):
+        per_position = bias_table[table]  # (Lq, Lk, H)
+        mistakes += [
+            Mistake("the bias is laid out (Lq, Lk, H), as bias_table[buckets] gives it; move the heads first: "
+                    "permute(2, 0, 1), then unsqueeze(0) for (1, H, Lq, Lk).", lambda p=per_position: p.unsqueeze(0)),
+            Mistake("the (Lq, Lk, H) lookup was reshaped, not permuted, to (1, H, Lq, Lk): reshape keeps the "
+                    "memory order and mixes heads with positions; use permute(2, 0, 1).",
+                    lambda p=per_position: p.reshape(1, heads, length_q, length_k)),
+            Mistake("the leading batch axis of size 1 is missing: return (1, H, Lq, Lk) so it broadcasts over B.",
+                    lambda p=per_position: p.permute(2, 0, 1)),
+        ]
+    mistakes += [
+        Mistake("the relative position is i - j (query minus key); T5 uses key minus query, j - i.",
+                lambda: _from_buckets(bias_table, ref.t5_relative_position_bucket(-grid, **settings))),
+        Mistake("the relative position is i - j (query minus key); T5 uses key minus query, j - i.",
+                lambda: _from_buckets(bias_table, scrambled_buckets(-grid, **settings, key=key_))),
+        Mistake("the settings are not passed on to t5_relative_position_bucket: call it with bidirectional, "
+                "num_buckets and max_distance, not its defaults.",
+                lambda: _from_buckets(bias_table, scrambled_buckets(grid, key=key_) % num_buckets)),
+    ]
+    substitute = {"name": "t5_relative_position_bucket", "stand_in": "scrambled_buckets", "key": list(key_)}
+    return Case(test, label, call_probe(NAME, [length_q, length_k, bias_table], kwargs, substitute=substitute),
+                tensor_check(label, expected, atol=0, rtol=0, mistakes=mistakes,
+                             also_accept=_from_buckets(bias_table, stand_in)))
+
+
+def build(rng, generator):
+    return [
+        _case("t5_bias_values", generator, 6, 6, 4, pass_all=False),
+        _case("t5_bias_values", generator, 40, 40, 2, bidirectional=False),
+        _case("t5_bias_values", generator, 150, 150, 3, num_buckets=16, max_distance=64),
+        _case("t5_bias_values", generator, rng.randint(20, 90), rng.randint(20, 90), rng.randint(2, 6)),
+        _case("t5_bias_layout", generator, 5, 9, 3),
+        _case("t5_bias_layout", generator, 9, 5, 1, bidirectional=False),
+        _case("t5_bias_layout", generator, 1, 1, 2),
+        _case("t5_bias_layout", generator, 7, 7, 2, dtype=torch.float64),
+    ]

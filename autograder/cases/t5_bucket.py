@@ -1,0 +1,97 @@
+"""Hidden cases for ``t5_relative_position_bucket``: bucket for bucket, exact.
+
+The reference agrees with Hugging Face's ``T5Attention._relative_position_bucket``
+on every case here (a test in tests/ checks that where transformers is installed).
+"""
+
+import math
+
+import torch
+
+from autograder.cases.common import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from solutions import positional_encodings as ref
+
+NAME = "t5_relative_position_bucket"
+
+
+def _one_side(distance, n, max_distance, exact_limit=None, log_span=None):
+    """Buckets 0..n-1 for distances >= 0, with knobs to reproduce the usual slips."""
+    max_exact = n // 2
+    exact_limit = max_exact if exact_limit is None else exact_limit
+    log_span = n - max_exact if log_span is None else log_span
+    far = max_exact + (torch.log(distance.float() / max_exact) / math.log(max_distance / max_exact) * log_span).long()
+    return torch.where(distance < exact_limit, distance, far.clamp(max=n - 1))
+
+
+def mistakes(relative_position, bidirectional, num_buckets, max_distance):
+    rp = relative_position
+    n = num_buckets // 2 if bidirectional else num_buckets
+    found = []
+    if bidirectional:
+        found += [
+            Mistake("the direction is flipped: keys after the query (relative_position > 0) take the upper half "
+                    "of the buckets, keys before it the lower half.",
+                    lambda: (rp < 0).long() * n + _one_side(rp.abs(), n, max_distance)),
+            Mistake("the buckets are not halved for the two directions: with bidirectional=True each direction "
+                    "gets num_buckets // 2 buckets (n = num_buckets // 2 before max_exact = n // 2).",
+                    lambda: (rp > 0).long() * num_buckets + _one_side(rp.abs(), num_buckets, max_distance)),
+            Mistake("the far buckets are not clamped: every distance from max_distance on belongs to the last "
+                    "bucket of its half, n - 1.",
+                    lambda: (rp > 0).long() * n + torch.where(rp.abs() < n // 2, rp.abs(), n // 2 + (
+                        torch.log(rp.abs().float() / (n // 2)) / math.log(max_distance / (n // 2)) * (n - n // 2)).long())),
+        ]
+        side = lambda **knobs: (rp > 0).long() * n + _one_side(rp.abs(), n, max_distance, **knobs)
+    else:
+        found += [
+            Mistake("in a causal model the past gets the buckets and the future bucket 0: use "
+                    "max(-relative_position, 0), not max(relative_position, 0).",
+                    lambda: _one_side(rp.clamp(min=0), n, max_distance)),
+            Mistake("in a causal model future keys (relative_position > 0) all go to bucket 0; |relative_position| "
+                    "gives them the buckets of the past.",
+                    lambda: _one_side(rp.abs(), n, max_distance)),
+        ]
+        side = lambda **knobs: _one_side((-rp).clamp(min=0), n, max_distance, **knobs)
+    found += [
+        Mistake("the exact buckets stop one too late: distances d < max_exact (not <=) get bucket d.",
+                lambda: side(exact_limit=n // 2 + 1)),
+        Mistake("the log-spaced part spans n buckets; it spans n - max_exact (the rest after the exact ones).",
+                lambda: side(log_span=n)),
+    ]
+    return found
+
+
+def case(test, relative_position, bidirectional=True, num_buckets=32, max_distance=128, pass_all=True):
+    kwargs = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance} if pass_all else {}
+    label = call_label(NAME, [relative_position], kwargs)
+    expected = ref.t5_relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
+    return Case(test, label, call_probe(NAME, [relative_position], kwargs),
+                tensor_check(label, expected, atol=0, rtol=0,
+                             mistakes=mistakes(relative_position, bidirectional, num_buckets, max_distance)))
+
+
+def build(rng, generator):
+    line = torch.arange(-2000, 2001)
+    grid = torch.arange(300)[None, :] - torch.arange(300)[:, None]  # key - query, (300, 300)
+    scattered = torch.randint(-3000, 3001, (3, 5, 7), generator=generator)
+    cases = [
+        case("t5_bucket_bidirectional", line, pass_all=False),
+        case("t5_bucket_bidirectional", grid),
+        case("t5_bucket_bidirectional", scattered),
+        case("t5_bucket_causal", line, bidirectional=False),
+        case("t5_bucket_causal", grid, bidirectional=False),
+        case("t5_bucket_causal", scattered, bidirectional=False),
+    ]
+    for bidirectional, num_buckets, max_distance in [(True, 64, 256), (False, 16, 32), (True, 8, 20), (True, 10, 50),
+                                                     (False, rng.choice([12, 24, 48]), rng.choice([60, 100, 500]))]:
+        cases.append(case("t5_bucket_settings", torch.arange(-700, 701), bidirectional, num_buckets, max_distance))
+    for bidirectional, num_buckets, max_distance, why in [
+        (True, 3, 128, " (3 buckets, halved to 1 per direction, leave max_exact = 0)"),
+        (False, 1, 128, " (1 bucket leaves max_exact = 0)"),
+        (True, 32, 8, " (max_distance = 8 is not above max_exact = 8: log(max_distance / max_exact) = 0)"),
+        (False, 32, 10, " (max_distance = 10 is below max_exact = 16)"),
+    ]:
+        kwargs = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
+        label = call_label(NAME, [line], kwargs)
+        cases.append(Case("t5_bucket_invalid_args", label, call_probe(NAME, [line], kwargs),
+                          raises_check(label, "ValueError", why)))
+    return cases

@@ -1,0 +1,91 @@
+"""Compare an output with what was expected and say what is wrong, in words.
+
+Checks go type, then dtype, then shape, then values: the first problem found
+is the one reported, since a wrong shape makes every value check noise. On a
+value mismatch the message names the first wrong index, expected against got,
+how many entries differ and the largest error.
+
+This module holds no answers. The grader uses it on the trusted side, and the
+student's self-check tests use a copy of it (``checks.py``, made by
+``python -m autograder build``).
+"""
+
+import torch
+
+
+def _index(flat_index, shape):
+    index = []
+    for size in reversed(shape):
+        index.append(flat_index % size)
+        flat_index //= size
+    return "[" + ", ".join(str(i) for i in reversed(index)) + "]"
+
+
+def _number(value):
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.6g}"
+
+
+def _type_name(value):
+    # The grader passes stand-ins for objects that stayed in the student's process.
+    return getattr(value, "type_name", None) or f"{type(value).__module__}.{type(value).__qualname__}".replace(
+        "builtins.", ""
+    )
+
+
+def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dtype=True):
+    """Return None when ``got`` matches ``expected``, else a message saying how it does not.
+
+    ``atol`` may be a tensor that broadcasts to the expected shape (a tolerance
+    per entry); ``rtol`` is relative to the expected value. Integer and bool
+    tensors must match exactly.
+    """
+    if not isinstance(got, torch.Tensor):
+        return f"{what} should be a torch.Tensor, but it is a {_type_name(got)}."
+    if check_dtype and got.dtype != expected.dtype:
+        return f"{what} has dtype {got.dtype}, expected {expected.dtype}."
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"{what} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}."
+    if got.numel() == 0:
+        return None
+    got_cpu = got.detach().to("cpu")
+    expected_cpu = expected.detach().to("cpu")
+    exact = not (expected_cpu.is_floating_point() or expected_cpu.is_complex())
+    if exact:
+        wrong = got_cpu != expected_cpu
+        error = (got_cpu.to(torch.float64) - expected_cpu.to(torch.float64)).abs()
+    else:
+        got64, expected64 = got_cpu.to(torch.float64), expected_cpu.to(torch.float64)
+        if torch.isnan(got64).any() and not torch.isnan(expected64).any():
+            first = int(torch.isnan(got64).flatten().nonzero()[0])
+            count = int(torch.isnan(got64).sum())
+            return (
+                f"{what} contains NaN ({count} entries, the first at {_index(first, got.shape)}). "
+                "Look for a division by zero, log of 0, or 0 * inf."
+            )
+        error = (got64 - expected64).abs()
+        limit = torch.as_tensor(atol, dtype=torch.float64) + rtol * expected64.abs()
+        wrong = ~(error <= limit)  # NaN or inf in the error counts as wrong
+        error = torch.nan_to_num(error, nan=float("inf"))
+    if not wrong.any():
+        return None
+    flat_wrong = wrong.flatten()
+    first = int(flat_wrong.nonzero()[0])
+    worst = int(error.flatten().argmax())
+    expected_value = expected_cpu.flatten()[first].item()
+    got_value = got_cpu.flatten()[first].item()
+    return (
+        f"{what} is wrong at {_index(first, got.shape)}: expected {_number(expected_value)}, "
+        f"got {_number(got_value)} ({int(flat_wrong.sum())} of {flat_wrong.numel()} entries differ; "
+        f"largest error {_number(error.flatten()[worst].item())} at {_index(worst, got.shape)})."
+    )
+
+
+def assert_close(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dtype=True, hint=None):
+    """``mismatch`` as an assertion for pytest: fails with the message, and the hint if one is given."""
+    message = mismatch(got, expected, what=what, atol=atol, rtol=rtol, check_dtype=check_dtype)
+    if message is not None:
+        raise AssertionError(message + (f"\nLikely cause: {hint}" if hint else ""))

@@ -1,0 +1,158 @@
+"""Grade submissions: load, run in a child process, compare on the trusted side, score.
+
+``Grader`` builds the hidden cases and their expected outputs once, then
+grades any number of submissions with them. Every submission gets a Result
+with a row for each rubric test, whatever the submission does.
+"""
+
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder import rubric
+from autograder.cases import build_cases
+from autograder.load import LoadError, load
+from autograder.sandbox import Limits, run_submission, serialize_plan
+
+
+@dataclass
+class TestResult:
+    id: str
+    task: str
+    score: float
+    max_score: float
+    output: str
+
+    @property
+    def passed(self):
+        return self.score >= self.max_score
+
+
+@dataclass
+class Result:
+    name: str
+    path: str
+    tests: list
+    notes: list = field(default_factory=list)
+
+    @property
+    def score(self):
+        return sum(test.score for test in self.tests)
+
+    @property
+    def max_score(self):
+        return sum(test.max_score for test in self.tests)
+
+    def task_score(self, task):
+        return sum(test.score for test in self.tests if test.task == task)
+
+    def to_gradescope(self):
+        """The Gradescope results.json schema (score, max_score, tests with name/score/max_score/status/output)."""
+        return {
+            "score": self.score,
+            "max_score": self.max_score,
+            "output": "\n".join(self.notes),
+            "tests": [
+                {"name": test.id, "number": test.task, "score": test.score, "max_score": test.max_score,
+                 "status": "passed" if test.passed else "failed", "output": test.output}
+                for test in self.tests
+            ],
+        }
+
+
+def _all_failed(name, path, message, notes=()):
+    tests = [TestResult(test.id, test.task, 0, test.points, message) for test in rubric.TESTS]
+    return Result(name, str(path), tests, list(notes) + [message])
+
+
+def _load_notes(submission, loaded):
+    notes = list(submission.skipped)
+    for error in (loaded or {}).get("errors", []):
+        if "SystemExit" in error["mro"]:
+            notes.append(f"{error['chunk']} called sys.exit() while loading ({error['where'] or 'no line'}); "
+                         "grading went on with what was defined before it. Remove that call.")
+        else:
+            message = f": {error['message']}" if error["message"] else ""
+            notes.append(f"{error['chunk']} raised {error['type']}{message} while loading "
+                         f"({error['where'] or 'no line'}); what it would have defined is missing.")
+    return notes
+
+
+class Grader:
+    def __init__(self, seed=rubric.SEED, limits=None):
+        self.limits = limits or Limits()
+        self.cases = build_cases(seed)
+        self.plan = serialize_plan(self.cases)
+
+    def grade(self, path):
+        """Grade one submission path (file or student folder). Never raises for a student's file."""
+        path = Path(path)
+        name = path.stem if path.is_file() else path.name
+        try:
+            submission = load(path)
+        except LoadError as error:
+            return _all_failed(name, path, f"Could not read the submission: {error}")
+        except OSError as error:
+            return _all_failed(name, path, f"Could not read the submission: {error.strerror or error}")
+        try:
+            outcome = run_submission(submission, self.plan, rubric.TASK_NAMES, self.limits)
+        except Exception as error:  # a fault of the grader's, not the student's: keep the row, say so
+            return _all_failed(submission.name, path, f"The grader failed on this submission ({error!r}); "
+                               "please report it.", [traceback.format_exc(limit=3)])
+        if outcome.load_failure:
+            stderr = outcome.stderr.strip()
+            detail = f"\nLast output of your code:\n{stderr[-1500:]}" if stderr else ""
+            return _all_failed(submission.name, path, f"Not graded: {outcome.load_failure}{detail}",
+                               submission.skipped)
+        notes = _load_notes(submission, outcome.loaded)
+        tests = []
+        for task in rubric.TASK_NAMES:
+            tests.extend(self._grade_task(task, outcome, notes))
+        return Result(submission.name, str(path), tests, notes)
+
+    def _grade_task(self, task, outcome, notes):
+        failure = outcome.failures.get(task)
+        functions = " and ".join(rubric.TASK_BY_NAME[task].functions)
+        results = outcome.results.get(task, {})
+        graded = []
+        for test in rubric.tests_of(task):
+            if failure:
+                graded.append(TestResult(test.id, task, 0, test.points, f"{functions} did not finish: {failure}."))
+                continue
+            problems, remarks = [], []
+            for case in (case for case in self.cases[task] if case.test == test.id):
+                try:
+                    verdict = case.check(results.get(case.id))
+                except Exception as error:
+                    verdict = None
+                    problems.append(f"{case.label}: the grader could not check this output ({error!r}).")
+                if verdict is not None and not verdict.passed:
+                    problems.append(verdict.message)
+                elif verdict is not None and verdict.message and verdict.message not in remarks:
+                    remarks.append(verdict.message)
+                if problems:
+                    break  # the first failing case is the one worth reading
+            if problems:
+                output = problems[0]
+                if "is not defined" in output and notes:
+                    output += "\n" + "\n".join(notes)
+                graded.append(TestResult(test.id, task, 0, test.points, output))
+            else:
+                graded.append(TestResult(test.id, task, test.points, test.points,
+                                         "Passed: " + test.checks + "." + "".join("\n" + r for r in remarks)))
+        return graded
+
+    def grade_many(self, paths, jobs=1, on_result=None):
+        """Grade paths with ``jobs`` children at a time; results in the order of ``paths``."""
+        paths = list(paths)
+        results = [None] * len(paths)
+
+        def one(index):
+            results[index] = self.grade(paths[index])
+            if on_result is not None:
+                on_result(results[index])
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(one, range(len(paths))))
+        return results

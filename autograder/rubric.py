@@ -1,0 +1,82 @@
+"""The rubric, in one place: tasks, their graded tests, points and limits.
+
+A test id is ``<task>_<what>``; the task names double as ``pytest -k`` words,
+nbgrader grade ids and feedback headings. Each test is all-or-nothing: it
+passes when every one of its hidden cases passes. The cases themselves (inputs,
+tolerances, mistake diagnoses) live in ``autograder/cases/<task>.py``.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    title: str
+    functions: tuple  # the names the student defines for this task
+
+
+@dataclass(frozen=True)
+class Test:
+    id: str
+    task: str
+    points: int
+    checks: str  # one line, shown to the student beside the result
+
+
+TASKS = (
+    Task("sinusoidal", "Sinusoidal position table", ("sinusoidal_table",)),
+    Task("learned", "Learned absolute positions", ("LearnedPositionalEmbedding",)),
+    Task("relative_positions", "Clipped relative positions (Shaw)", ("clipped_relative_positions",)),
+    Task("shaw", "Shaw relative-key scores", ("shaw_scores",)),
+    Task("t5_bucket", "T5 relative-position buckets", ("t5_relative_position_bucket",)),
+    Task("t5_bias", "T5 relative attention bias", ("t5_bias",)),
+    Task("biased_scores", "Scores plus a position bias", ("biased_scores",)),
+)
+
+TESTS = (
+    Test("sinusoidal_values", "sinusoidal", 8, "values against the reference, several sizes, bases and dtypes"),
+    Test("sinusoidal_edge_cases", "sinusoidal", 3, "one position, d_model 2, an empty table, the dtype asked for"),
+    Test("sinusoidal_invalid_args", "sinusoidal", 4, "ValueError for odd, zero or negative d_model and negative lengths"),
+    Test("learned_parameter", "learned", 3, "weight is a registered (max_len, d_model) Parameter drawn from N(0, 0.02^2)"),
+    Test("learned_add", "learned", 4, "mode 'add' returns x + weight[:L]"),
+    Test("learned_concat", "learned", 3, "mode 'concat' appends weight[:L] on the last axis"),
+    Test("learned_length_check", "learned", 3, "L == max_len works; L > max_len and unknown modes raise ValueError"),
+    Test("learned_gradients", "learned", 2, "gradients reach rows 0..L-1 of weight and no other"),
+    Test("relative_positions_values", "relative_positions", 7, "clip(j - i, -k, k) + k for many sizes, Lq != Lk"),
+    Test("relative_positions_edge_cases", "relative_positions", 3, "length 1, k = 0, k beyond the lengths, int64 result"),
+    Test("shaw_values", "shaw", 12, "scores against the reference for several sizes and k"),
+    Test("shaw_scale", "shaw", 4, "an explicit scale multiplies both terms"),
+    Test("shaw_edge_cases", "shaw", 4, "batch 1, one head, length 1, Lq != Lk, float64"),
+    Test("t5_bucket_bidirectional", "t5_bucket", 8, "encoder buckets, bucket for bucket, over -2000..2000"),
+    Test("t5_bucket_causal", "t5_bucket", 6, "decoder buckets (bidirectional=False)"),
+    Test("t5_bucket_settings", "t5_bucket", 3, "other num_buckets and max_distance"),
+    Test("t5_bucket_invalid_args", "t5_bucket", 3, "ValueError where the formula is undefined"),
+    Test("t5_bias_values", "t5_bias", 6, "bias_table[bucket(j - i), h] for several sizes and settings"),
+    Test("t5_bias_layout", "t5_bias", 4, "shape (1, H, Lq, Lk), Lq != Lk, dtype of the table"),
+    Test("biased_scores_values", "biased_scores", 6, "scale * q @ k^T + bias against the reference"),
+    Test("biased_scores_scale", "biased_scores", 2, "the default and an explicit scale, never applied to the bias"),
+    Test("biased_scores_broadcast", "biased_scores", 2, "bias of shape (1, H, Lq, Lk), (Lq, Lk) and (B, 1, 1, Lk)"),
+)
+
+# The hidden cases are drawn from this seed: the same seed, the same cases.
+SEED = 20261130
+
+# Limits for one submission's child process (overridable on the command line).
+WALL_SECONDS = 40.0  # the whole submission, import included
+TASK_SECONDS = 15.0  # one task; a task that hangs is abandoned and the rest go on
+MEMORY_BYTES = 6 * 1024**3  # address space of the child
+OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
+
+TASK_NAMES = tuple(task.name for task in TASKS)
+TASK_BY_NAME = {task.name: task for task in TASKS}
+TASK_OF_FUNCTION = {function: task.name for task in TASKS for function in task.functions}
+MAX_SCORE = sum(test.points for test in TESTS)
+
+
+def tests_of(task_name):
+    return tuple(test for test in TESTS if test.task == task_name)
+
+
+def task_points(task_name):
+    return sum(test.points for test in tests_of(task_name))

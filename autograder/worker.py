@@ -1,0 +1,236 @@
+"""The code that runs beside a student's submission, in its own process.
+
+Run as ``python worker.py WORKDIR``; it imports nothing of the grader, so it
+can run where the grader's files are out of reach. WORKDIR holds:
+
+    submission.json   the student's code as chunks (a .py file is one chunk,
+                      a notebook one chunk per code cell)
+    plan.pt           the probes to run, task by task: which function to call
+                      on which inputs. No expected output, tolerance or point
+                      is in it.
+
+It writes, each file atomically (a temporary name, then a rename):
+
+    loaded.json       which chunks failed to run, and the names defined
+    result-TASK.pt    per task, for each probe, the outputs as plain CPU
+                      tensors and plain data, or the exception raised
+
+Comparing those outputs with the reference is the grader's job, in its own
+process; nothing here knows whether an answer is right.
+"""
+
+import json
+import os
+import resource
+import sys
+import traceback
+import types
+
+import torch
+
+MODULE_NAME = "positional_encodings"
+MAX_TEXT = 2000
+
+
+def _write_atomically(path, write):
+    temporary = path + ".tmp"
+    write(temporary)
+    os.replace(temporary, path)
+
+
+def _where(error, chunks):
+    """The last line of the submission that the traceback passes through."""
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        for chunk in chunks:
+            if frame.filename == chunk["label"]:
+                lines = chunk["source"].splitlines()
+                line = lines[frame.lineno - 1].strip() if 0 < (frame.lineno or 0) <= len(lines) else ""
+                return f"{chunk['label']}, line {frame.lineno}: {line}"[:MAX_TEXT]
+    return ""
+
+
+def _error(error, chunks):
+    kind = type(error)
+    try:
+        message = str(error)
+    except BaseException:  # a hostile __str__ must not take the worker down
+        message = "<the exception's message could not be read>"
+    return {
+        "error": {
+            "type": kind.__qualname__,
+            "mro": [cls.__qualname__ for cls in kind.__mro__],
+            "message": message[:MAX_TEXT],
+            "where": _where(error, chunks),
+        }
+    }
+
+
+def _plain_tensor(value):
+    # Strip any Tensor subclass (and its __torch_function__) before the data leaves.
+    with torch._C.DisableTorchFunctionSubclass():
+        plain = value.detach()
+        if plain.layout != torch.strided:
+            plain = plain.to_dense()
+        device = str(plain.device)
+        plain = plain.to("cpu").clone().contiguous()
+    if type(plain) is not torch.Tensor:
+        plain = torch.Tensor._make_subclass(torch.Tensor, plain)
+    return plain, device
+
+
+def _encode(value):
+    if isinstance(value, torch.Tensor):
+        tensor, device = _plain_tensor(value)
+        return {"tensor": tensor, "device": device}
+    kind = type(value)
+    try:
+        text = repr(value)
+    except BaseException:
+        text = "<unprintable>"
+    return {"type_name": f"{kind.__module__}.{kind.__qualname__}".replace("builtins.", ""), "repr": text[:200]}
+
+
+def _decode_argument(value):
+    if isinstance(value, dict) and "__dtype__" in value:
+        return getattr(torch, value["__dtype__"])
+    if isinstance(value, list):
+        return [_decode_argument(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _decode_argument(item) for key, item in value.items()}
+    return value
+
+
+def _call(namespace, call, chunks):
+    function = namespace.get(call["name"])
+    if function is None:
+        return {"missing": call["name"]}
+    args = _decode_argument(call.get("args", []))
+    kwargs = _decode_argument(call.get("kwargs", {}))
+    try:
+        return {"value": _encode(function(*args, **kwargs))}
+    except BaseException as error:  # SystemExit and KeyboardInterrupt included
+        return _error(error, chunks)
+
+
+def _run_module_probe(namespace, probe, chunks):
+    """Build the student's nn.Module, optionally load a weight, run forward and backward."""
+    cls = namespace.get(probe["name"])
+    if cls is None:
+        return {"missing": probe["name"]}
+    out = {}
+    try:
+        module = cls(*_decode_argument(probe.get("init", [])))
+    except BaseException as error:
+        out["init"] = _error(error, chunks)
+        return out
+    out["init"] = {"value": {"type_name": "module", "repr": ""}}
+    weight = getattr(module, "weight", None)
+    out["weight"] = {"value": _encode(weight)}
+    out["weight_is_parameter"] = isinstance(weight, torch.nn.Parameter)
+    try:
+        out["weight_registered"] = any(param is weight for _, param in module.named_parameters())
+    except BaseException:
+        out["weight_registered"] = False
+    if probe.get("x") is None:
+        return out
+    try:
+        if probe.get("weight") is not None:
+            with torch.no_grad():
+                module.weight.copy_(probe["weight"])
+        output = module(probe["x"])
+        out["forward"] = {"value": _encode(output)}
+        if probe.get("grad_out") is not None:
+            module.weight.grad = None
+            (output * probe["grad_out"]).sum().backward()
+            out["grad"] = {"value": _encode(module.weight.grad)}
+    except BaseException as error:
+        out["forward"] = _error(error, chunks)
+    return out
+
+
+# Stand-ins for a helper task, so that a task that calls another is graded on its own: the
+# stand-in returns valid but scrambled indices (no reference values), and the grader knows
+# what the task should make of them. The grader imports these same two functions.
+
+def scrambled_relative_positions(length_q, length_k, max_relative_position, *, device=None, key=(3, 5, 1)):
+    """Stand-in for clipped_relative_positions: (Lq, Lk) int64 in [0, 2k], not the real table."""
+    a, b, c = key
+    query = torch.arange(length_q, device=device)[:, None]
+    keys = torch.arange(length_k, device=device)[None, :]
+    return (keys * a + query * b + c) % (2 * max_relative_position + 1)
+
+
+def scrambled_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128, *, key=(7, 3, 1)):
+    """Stand-in for t5_relative_position_bucket: int64 in [0, num_buckets), depending on every argument."""
+    a, b, c = key
+    return (relative_position.long() * a + b * int(bool(bidirectional)) + c * int(max_distance)) % num_buckets
+
+
+STAND_INS = {"scrambled_relative_positions": scrambled_relative_positions, "scrambled_buckets": scrambled_buckets}
+
+
+def _run_probe(namespace, probe, chunks):
+    torch.manual_seed(probe.get("seed", 0))
+    if probe["op"] == "module":
+        return _run_module_probe(namespace, probe, chunks)
+    substitute = probe.get("substitute")
+    if not substitute or substitute["name"] not in namespace:
+        return _call(namespace, probe, chunks)
+    original = namespace[substitute["name"]]
+    stand_in, key = STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
+    namespace[substitute["name"]] = lambda *args, **kwargs: stand_in(*args, **kwargs, key=key)
+    try:
+        return _call(namespace, probe, chunks)
+    finally:
+        namespace[substitute["name"]] = original
+
+
+def _load(chunks, filename):
+    module = types.ModuleType(MODULE_NAME)
+    module.__file__ = filename
+    sys.modules[MODULE_NAME] = module
+    errors = []
+    for chunk in chunks:
+        try:
+            code = compile(chunk["source"], chunk["label"], "exec")
+            exec(code, module.__dict__)
+        except BaseException as error:
+            entry = _error(error, chunks)["error"]
+            if isinstance(error, SyntaxError):
+                entry["where"] = f"{chunk['label']}, line {error.lineno}: {(error.text or '').strip()}"
+            entry["chunk"] = chunk["label"]
+            errors.append(entry)
+    return module.__dict__, errors
+
+
+def _limit_self(limits):
+    """Limits on this process, set before the submission's code runs (they bind its children too)."""
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def main(workdir):
+    os.chdir(workdir)
+    with open("submission.json", encoding="utf-8") as handle:
+        submission = json.load(handle)
+    _limit_self(submission.get("limits", {}))
+    plan = torch.load("plan.pt", weights_only=True)
+    chunks = submission["chunks"]
+    namespace, errors = _load(chunks, submission["filename"])
+    defined = sorted(name for name in namespace if not name.startswith("__"))[:500]
+
+    def write_loaded(path):
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({"errors": errors, "defined": defined}, handle)
+
+    _write_atomically("loaded.json", write_loaded)
+    wanted = submission.get("tasks")
+    for task in plan["tasks"]:
+        if wanted is not None and task["task"] not in wanted:
+            continue
+        results = {probe["id"]: _run_probe(namespace, probe, chunks) for probe in task["probes"]}
+        _write_atomically(f"result-{task['task']}.pt", lambda path: torch.save(results, path))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
