@@ -82,7 +82,7 @@ def _notebook_chunks(path):
 def load(path):
     """Read one submission (a file, or a folder holding one) into a Submission."""
     path = Path(path)
-    name = path.stem if path.is_file() else path.name
+    name = path.stem if path.suffix in SUFFIXES else path.name
     if path.is_dir():
         path = find_submission_file(path)
     if path.suffix == ".ipynb":
@@ -122,7 +122,7 @@ def expand(paths):
         if path.is_file():
             found.append(path)
             continue
-        if any(path.glob(p) for p in PREFERRED_NAMES):
+        if any((path / name).is_file() for name in PREFERRED_NAMES):
             found.append(path)  # a single student's folder
             continue
         entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))

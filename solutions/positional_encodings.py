@@ -146,7 +146,7 @@ class LearnedPositionalEmbedding(nn.Module):
         rows = self.weight[:length]  # (L, d_model)
         if self.mode == "add":
             return x + rows  # (B, L, d)
-        rows = rows.to(x.dtype).unsqueeze(0).expand(batch, length, self.d_model)  # (B, L, d_model)
+        rows = rows.unsqueeze(0).expand(batch, length, self.d_model)  # (B, L, d_model)
         return torch.cat((x, rows), dim=-1)  # (B, L, d + d_model)
         ### END SOLUTION
 

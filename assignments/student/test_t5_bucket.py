@@ -1,0 +1,45 @@
+"""Self-checks for task t5_bucket: t5_relative_position_bucket. Run: pytest -k t5_bucket"""
+
+import pytest
+import torch
+
+from checks import assert_close
+from positional_encodings import t5_relative_position_bucket
+
+
+def test_t5_bucket_matches_the_worked_example():
+    relative = torch.tensor([-200, -20, -3, 0, 3, 20])
+    got = t5_relative_position_bucket(relative)
+    expected = torch.tensor([15, 10, 3, 0, 19, 26])
+    hint = None
+    if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.equal(got, torch.tensor([31, 26, 19, 0, 3, 10])):
+        hint = "the direction is flipped: keys after the query (relative_position > 0) use the upper half."
+    assert_close(got, expected, what="t5_relative_position_bucket([-200, -20, -3, 0, 3, 20])", hint=hint)
+
+
+def test_t5_bucket_causal_sends_every_future_key_to_bucket_0():
+    got = t5_relative_position_bucket(torch.arange(1, 50), bidirectional=False)
+    assert_close(got, torch.zeros(49, dtype=torch.int64), what="causal buckets of relative positions 1..49",
+                 hint="bidirectional=False: distance = max(-relative_position, 0).")
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_t5_bucket_is_monotone_in_distance(bidirectional):
+    distance = torch.arange(0, 1000)
+    for sign in ([1, -1] if bidirectional else [-1]):
+        buckets = t5_relative_position_bucket(sign * distance, bidirectional=bidirectional)
+        steps = buckets[1:] - buckets[:-1]
+        assert (steps >= 0).all(), f"buckets must not decrease as |distance| grows (sign {sign}); they do at {int((steps < 0).nonzero()[0]) + 1}"
+
+
+def test_t5_bucket_far_distances_share_the_last_bucket():
+    got = t5_relative_position_bucket(torch.tensor([-128, -5000, 128, 5000]))
+    assert_close(got, torch.tensor([15, 15, 31, 31]), what="buckets of far distances",
+                 hint="clamp the log-spaced buckets to n - 1 (n = buckets per direction).")
+
+
+def test_t5_bucket_rejects_settings_without_exact_buckets():
+    with pytest.raises(ValueError):
+        t5_relative_position_bucket(torch.arange(-5, 5), num_buckets=2)  # 1 per direction: max_exact = 0
+    with pytest.raises(ValueError):
+        t5_relative_position_bucket(torch.arange(-5, 5), max_distance=8)  # max_distance <= max_exact = 8

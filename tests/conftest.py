@@ -1,0 +1,53 @@
+"""Shared fixtures: one Grader for the whole run (its hidden cases are built once), and ways to write submissions."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autograder.build import REFERENCE, make_stub, strip_markers
+from autograder.grade import Grader
+from autograder.sandbox import Limits
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="session")
+def grader():
+    return Grader()
+
+
+@pytest.fixture(scope="session")
+def quick_grader():
+    """A grader with short limits, for submissions that hang."""
+    return Grader(limits=Limits(wall_seconds=20, task_seconds=4))
+
+
+@pytest.fixture(scope="session")
+def reference_text():
+    return strip_markers(REFERENCE.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def stub_text():
+    return make_stub(REFERENCE.read_text(encoding="utf-8"))
+
+
+def notebook(cells, metadata_of=None):
+    """An nbformat-4 notebook whose code cells are ``cells`` (strings)."""
+    metadata_of = metadata_of or {}
+    return json.dumps({
+        "nbformat": 4, "nbformat_minor": 5, "metadata": {},
+        "cells": [{"cell_type": "code", "source": source, "metadata": metadata_of.get(i, {}), "outputs": [],
+                   "execution_count": None} for i, source in enumerate(cells)],
+    })
+
+
+def by_test(result):
+    return {test.id: test for test in result.tests}
+
+
+def task_scores(result):
+    from autograder import rubric
+
+    return {task: result.task_score(task) for task in rubric.TASK_NAMES}

@@ -1,0 +1,55 @@
+"""`python -m autograder grade` as an instructor or Gradescope calls it: exit status, JSON, CSV."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GRADESCOPE_KEYS = {"score", "max_score", "tests"}
+TEST_KEYS = {"name", "score", "max_score", "status", "output"}
+
+
+def _run(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_json_for_one_submission_is_one_gradescope_object(tmp_path, reference_text):
+    (tmp_path / "ref.py").write_text(reference_text)
+    run = _run("grade", str(tmp_path / "ref.py"), "--json")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 1
+    result = json.loads(lines[0])
+    assert GRADESCOPE_KEYS <= set(result) and result["score"] == result["max_score"] == 100
+    assert all(TEST_KEYS <= set(test) and test["status"] == "passed" for test in result["tests"])
+
+
+def test_several_submissions_give_a_line_each_and_out_writes_grades_csv(tmp_path, reference_text, stub_text):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "ref.py").write_text(reference_text)
+    (tmp_path / "subs" / "stub.py").write_text(stub_text)
+    run = _run("grade", str(tmp_path / "subs"), "--json", "--out", str(tmp_path / "out"), "--jobs", "2")
+    assert run.returncode == 0, run.stderr
+    scores = [json.loads(line)["score"] for line in run.stdout.strip().splitlines()]
+    assert scores == [100, 0]
+    with open(tmp_path / "out" / "grades.csv") as handle:
+        rows = {row["submission"]: row for row in csv.DictReader(handle)}
+    assert rows["ref"]["total"] == "100" and rows["stub"]["total"] == "0"
+    assert rows["ref"]["sinusoidal_values"] == "8"
+    assert json.loads((tmp_path / "out" / "stub.json").read_text())["score"] == 0
+
+
+def test_the_table_is_the_default_output_and_low_scores_still_exit_0(tmp_path, stub_text):
+    (tmp_path / "stub.py").write_text(stub_text)
+    run = _run("grade", str(tmp_path / "stub.py"))
+    assert run.returncode == 0
+    assert "0/100" in run.stdout and "FAIL sinusoidal_values" in run.stdout
+
+
+def test_a_missing_path_is_the_graders_error_exit_2(tmp_path):
+    run = _run("grade", str(tmp_path / "nope.py"))
+    assert run.returncode == 2
+    assert "no such file or folder" in run.stderr

@@ -1,0 +1,44 @@
+"""Each bundled one-mistake submission loses the points of its own task and no other, and is named in feedback."""
+
+import pytest
+
+from autograder import rubric
+from autograder.build import REFERENCE, strip_markers
+from autograder.demo import MISTAKES, apply, write_class
+from conftest import task_scores
+
+
+@pytest.fixture(scope="module")
+def sample_results(grader, tmp_path_factory):
+    paths = write_class(tmp_path_factory.mktemp("class"))
+    return {result.name: result for result in grader.grade_many(paths, jobs=2)}
+
+
+def test_every_sample_change_applies_to_the_reference_exactly_once():
+    text = strip_markers(REFERENCE.read_text(encoding="utf-8"))
+    for mistake in MISTAKES:
+        assert apply(mistake, text) != text
+
+
+def test_the_sample_class_has_a_dozen_mistakes_over_every_task():
+    assert len(MISTAKES) >= 12
+    assert {mistake.task for mistake in MISTAKES} == set(rubric.TASK_NAMES)
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
+def test_sample_mistake_loses_only_its_own_task_and_is_named(sample_results, mistake):
+    result = sample_results[mistake.name]
+    scores = task_scores(result)
+    for task, score in scores.items():
+        if task == mistake.task:
+            assert score < rubric.task_points(task), f"{mistake.name} kept all of {task}"
+        else:
+            assert score == rubric.task_points(task), f"{mistake.name} lost points on {task}: " + "\n".join(
+                t.output for t in result.tests if t.task == task and not t.passed)
+    feedback = "\n".join(test.output for test in result.tests if not test.passed)
+    assert mistake.says in feedback, feedback
+
+
+def test_demo_class_reference_and_stubs(sample_results):
+    assert sample_results["reference"].score == 100
+    assert sample_results["blank_stubs"].score == 0

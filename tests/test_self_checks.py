@@ -1,0 +1,56 @@
+"""The student's `pytest -k <task>` self-checks: green on the reference, red and teaching on the stubs."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autograder import rubric
+from autograder.build import STUDENT_DIR
+from autograder.demo import MISTAKES, apply
+
+
+def _student_folder(tmp_path, module_text):
+    folder = tmp_path / "student"
+    shutil.copytree(STUDENT_DIR, folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    (folder / "positional_encodings.py").write_text(module_text)
+    return folder
+
+
+def _pytest(folder, *args):
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_self_checks_all_pass_on_the_reference(tmp_path, reference_text):
+    run = _pytest(_student_folder(tmp_path, reference_text))
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert " passed" in run.stdout and "failed" not in run.stdout
+
+
+def test_each_task_word_selects_only_that_tasks_checks_and_they_fail_on_the_stub(tmp_path, stub_text):
+    folder = _student_folder(tmp_path, stub_text)
+    for task in rubric.TASK_NAMES:
+        run = _pytest(folder, "-k", task, "--collect-only", "-o", "addopts=", "-q")
+        selected = [line for line in run.stdout.splitlines() if "::" in line]
+        assert selected, f"-k {task} selects nothing"
+        assert all(line.split("::")[0] == f"test_{task}.py" for line in selected), (task, selected)
+    run = _pytest(folder, "-k", "t5_bucket")
+    assert run.returncode == 1
+    assert "Task t5_bucket: not implemented yet" in run.stdout
+
+
+@pytest.mark.parametrize("mistake_name, task, hint", [
+    ("sin_cos_swapped", "sinusoidal", "sin and cos are swapped"),
+    ("i_minus_j", "relative_positions", "the distance is i - j"),
+    ("length_check_off_by_one", "learned", "L == max_len should work"),
+    ("bucket_sign_flipped", "t5_bucket", "the direction is flipped"),
+])
+def test_a_typical_mistake_fails_its_own_checks_with_a_hint(tmp_path, reference_text, mistake_name, task, hint):
+    mistake = next(m for m in MISTAKES if m.name == mistake_name)
+    folder = _student_folder(tmp_path, apply(mistake, reference_text))
+    run = _pytest(folder, "-k", task)
+    assert run.returncode == 1 and hint in run.stdout, run.stdout[-3000:]
+    other = next(t for t in rubric.TASK_NAMES if t != task and t != "shaw")
+    assert _pytest(folder, "-k", other).returncode == 0
