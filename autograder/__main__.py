@@ -1,7 +1,7 @@
 """The command line: ``python -m autograder {grade,demo,build}``.
 
     grade PATH [PATH ...]   grade .py files, .ipynb notebooks or student folders
-    demo                    grade the bundled sample class and print the table
+    demo                    grade the bundled sample class and print the table (the default)
     build                   regenerate the student files from solutions/
 
 Exit status 0 when every submission was graded, whatever the scores; 2 when
@@ -79,7 +79,7 @@ def _grade(paths, args, show_feedback):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command")
 
     grade = commands.add_parser("grade", help="grade submissions (files or folders)")
     grade.add_argument("paths", nargs="+", metavar="PATH")
@@ -97,6 +97,9 @@ def main(argv=None):
 
     commands.add_parser("build", help="regenerate assignments/student/ from solutions/")
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["demo"] + argv  # the demo is the default command
     args = parser.parse_args(argv)
     if args.command == "build":
         from autograder.build import build
