@@ -119,12 +119,11 @@ def diagnose(got, mistakes, atol, rtol):
 
 
 def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected_device="cpu",
-                 also_accept=None, extra=None):
+                 also_accept=None):
     """A check that the call returned ``expected`` (same dtype and shape, values within tolerance).
 
     ``also_accept`` is a second right answer: what the task should return when it
     calls its helper and the helper is the grader's stand-in (see worker.STAND_INS).
-    ``extra(got)`` may add a hint to any failure message.
     """
 
     def check(outcome):
@@ -142,14 +141,12 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         if also_accept is not None and mismatch(got, also_accept, atol=atol, rtol=rtol) is None:
             return Verdict(True)
         explanation = diagnose(got, mistakes, atol, rtol)
-        if explanation is None and extra is not None:
-            explanation = extra(got)
         return Verdict(False, problem + (f"\nLikely mistake: {explanation}" if explanation else ""))
 
     return check
 
 
-def raises_check(label, exception="ValueError", why="", must_mention=(), mistakes_if_returned=None):
+def raises_check(label, exception="ValueError", why="", must_mention=()):
     """A check that the call raised ``exception`` (a subclass counts), naming each of ``must_mention``."""
 
     def check(outcome):
@@ -170,9 +167,6 @@ def raises_check(label, exception="ValueError", why="", must_mention=(), mistake
             return Verdict(True)
         got = returned_value(outcome)
         shown = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else f"a {got.type_name}"
-        message = f"{label} should raise {exception}{why}, but it returned {shown}."
-        if mistakes_if_returned:
-            message += f"\nLikely mistake: {mistakes_if_returned}"
-        return Verdict(False, message)
+        return Verdict(False, f"{label} should raise {exception}{why}, but it returned {shown}.")
 
     return check
