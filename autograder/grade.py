@@ -12,7 +12,7 @@ from pathlib import Path
 
 from autograder import rubric
 from autograder.cases import build_cases
-from autograder.load import SUFFIXES, LoadError, load
+from autograder.load import LoadError, load, submission_name
 from autograder.sandbox import Limits, run_submission, serialize_plan
 
 
@@ -88,7 +88,7 @@ class Grader:
     def grade(self, path):
         """Grade one submission path (file or student folder). Never raises for a student's file."""
         path = Path(path)
-        name = path.stem if path.suffix in SUFFIXES else path.name
+        name = submission_name(path)
         try:
             submission = load(path)
         except LoadError as error:

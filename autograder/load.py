@@ -79,10 +79,16 @@ def _notebook_chunks(path):
     return chunks, notes
 
 
+def submission_name(path):
+    """How a submission is named in reports: a file by its stem, a student folder by its name."""
+    path = Path(path)
+    return path.stem if path.suffix in SUFFIXES else path.name
+
+
 def load(path):
     """Read one submission (a file, or a folder holding one) into a Submission."""
     path = Path(path)
-    name = path.stem if path.suffix in SUFFIXES else path.name
+    name = submission_name(path)
     if path.is_dir():
         path = find_submission_file(path)
     if path.suffix == ".ipynb":

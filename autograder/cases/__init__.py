@@ -26,8 +26,8 @@ def build_cases(seed=rubric.SEED):
             case.id = f"{case.test}/{counts[case.test]}"
             case.probe["id"] = case.id
         known = {test.id for test in rubric.tests_of(task)}
-        unknown = {case.test for case in cases} - known
-        if unknown or known - {case.test for case in cases}:
-            raise RuntimeError(f"cases of {task} do not match the rubric: {sorted(unknown ^ (known - set(counts)))}")
+        if set(counts) != known:
+            raise RuntimeError(f"cases of {task} do not match the rubric: without cases {sorted(known - set(counts))}, "
+                               f"not in the rubric {sorted(set(counts) - known)}")
         by_task[task] = cases
     return by_task
