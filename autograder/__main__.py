@@ -2,7 +2,8 @@
 
     grade PATH [PATH ...]   grade .py files, .ipynb notebooks or student folders
     demo                    grade the bundled sample class and print the table (the default)
-    build                   regenerate the student files from solutions/
+    build                   regenerate the student files and the course notebook
+    release                 make the folder (and zip) a student receives: nbgrader's release plus self-checks
 
 Exit status 0 when every submission was graded, whatever the scores; 2 when
 the grader itself could not work (bad arguments, missing files).
@@ -95,7 +96,12 @@ def main(argv=None):
     demo.add_argument("--feedback", action="store_true", help="also print each submission's feedback")
     _add_grading_options(demo)
 
-    commands.add_parser("build", help="regenerate assignments/student/ from solutions/")
+    commands.add_parser("build", help="regenerate the student files and the course notebook from solutions/ and assignments/lesson.py")
+
+    release = commands.add_parser("release", help="make the student folder and zip from the nbgrader course")
+    release.add_argument("--out", default="dist", metavar="DIR",
+                         help="where to put the folder and the zip (default: dist)")
+    release.add_argument("--course", metavar="DIR", help="the nbgrader course folder (default: the kit's assignments/)")
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
@@ -106,6 +112,15 @@ def main(argv=None):
 
         for path in build():
             print(f"wrote {path}")
+        return 0
+    if args.command == "release":
+        from autograder.course import COURSE, CourseError, release
+
+        try:
+            folder, archive = release(args.out, course=args.course or COURSE)
+        except CourseError as error:
+            parser.exit(2, f"python -m autograder release: {error}\n")
+        print(f"wrote {folder}/ and {archive}\nIn that folder a student runs: pytest -k sinusoidal")
         return 0
     if args.command == "demo":
         from autograder.demo import write_class

@@ -3,9 +3,9 @@
 Each ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region of the reference
 becomes a stub that raises ``NotImplementedError`` naming its task; the rest
 (signatures, docstrings) is kept as written. ``python -m autograder build``
-writes the results into ``assignments/student/``; a test fails when the files
-there differ from what this module makes (the stubs drifted from the
-reference).
+writes them into ``assignments/student/``, with nbgrader's source notebook
+(``autograder/course.py``); a test fails when a committed file differs from
+what this module makes (it drifted from the reference).
 """
 
 import ast
@@ -72,21 +72,36 @@ def strip_markers(source):
     return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END)) + "\n"
 
 
-def student_files():
-    """{relative path: text} of every generated file of the student folder."""
+def generated_files():
+    """{path relative to the repository: text} of every file made from solutions/ and the grader's modules.
+
+    The student folder gets the stubs, the comparison helpers (``checks.py``, a
+    copy of compare.py) and the notebook loader of its self-checks (a copy of
+    load.py); nbgrader's source folder gets the lesson notebook and ``checks.py``.
+    """
+    from autograder.course import course_files
+
     reference = REFERENCE.read_text(encoding="utf-8")
-    compare = (ROOT / "autograder" / "compare.py").read_text(encoding="utf-8")
-    return {
-        "positional_encodings.py": GENERATED.format(source="solutions/positional_encodings.py") + make_stub(reference),
-        "checks.py": GENERATED.format(source="autograder/compare.py") + compare,
+    checks = GENERATED.format(source="autograder/compare.py") + (ROOT / "autograder" / "compare.py").read_text(
+        encoding="utf-8")
+    loader = GENERATED.format(source="autograder/load.py") + (ROOT / "autograder" / "load.py").read_text(
+        encoding="utf-8")
+    student = STUDENT_DIR.relative_to(ROOT)
+    files = {
+        str(student / "positional_encodings.py"): GENERATED.format(source="solutions/positional_encodings.py")
+        + make_stub(reference),
+        str(student / "checks.py"): checks,
+        str(student / "notebook_loader.py"): loader,
     }
+    files.update(course_files(reference, checks))
+    return files
 
 
-def build(target=STUDENT_DIR):
-    target = Path(target)
-    target.mkdir(parents=True, exist_ok=True)
+def build(root=ROOT):
     written = []
-    for name, text in student_files().items():
-        (target / name).write_text(text, encoding="utf-8")
-        written.append(target / name)
+    for name, text in generated_files().items():
+        path = Path(root) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
     return written

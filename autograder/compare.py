@@ -89,3 +89,23 @@ def assert_close(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, chec
     message = mismatch(got, expected, what=what, atol=atol, rtol=rtol, check_dtype=check_dtype)
     if message is not None:
         raise AssertionError(message + (f"\nLikely cause: {hint}" if hint else ""))
+
+
+def assert_raises(exception, function, *args, hint=None, **kwargs):
+    """Fail unless ``function(*args, **kwargs)`` raises ``exception`` (a subclass counts).
+
+    A NotImplementedError goes through untouched: the function is not written yet.
+    """
+    shown = [repr(arg) for arg in args] + [f"{key}={value!r}" for key, value in kwargs.items()]
+    what = f"{getattr(function, '__name__', 'the call')}({', '.join(shown)})"
+    likely = f"\nLikely cause: {hint}" if hint else ""
+    try:
+        function(*args, **kwargs)
+    except exception:
+        return
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise AssertionError(f"{what} raised {type(error).__name__} ({error}); expected {exception.__name__}."
+                             + likely) from None
+    raise AssertionError(f"{what} returned without raising {exception.__name__}." + likely)

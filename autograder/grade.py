@@ -79,6 +79,42 @@ def _load_notes(submission, loaded):
     return notes
 
 
+def score_tests(tests, cases, results, *, failure=None, notes=()):
+    """Score rubric ``tests`` from the outputs of their ``cases``: all the points when every case passes.
+
+    ``results`` maps case id to what the student's code returned (as the worker
+    encodes it); ``failure`` says why a task has no results at all (it hung).
+    """
+    graded = []
+    for test in tests:
+        functions = " and ".join(rubric.TASK_BY_NAME[test.task].functions)
+        if failure:
+            graded.append(TestResult(test.id, test.task, 0, test.points, f"{functions} did not finish: {failure}."))
+            continue
+        problems, remarks = [], []
+        for case in (case for case in cases if case.test == test.id):
+            try:
+                verdict = case.check(results.get(case.id))
+            except Exception as error:
+                verdict = None
+                problems.append(f"{case.label}: the grader could not check this output ({error!r}).")
+            if verdict is not None and not verdict.passed:
+                problems.append(verdict.message)
+            elif verdict is not None and verdict.message and verdict.message not in remarks:
+                remarks.append(verdict.message)
+            if problems:
+                break  # the first failing case is the one worth reading
+        if problems:
+            output = problems[0]
+            if "is not defined" in output and notes:
+                output += "\n" + "\n".join(notes)
+            graded.append(TestResult(test.id, test.task, 0, test.points, output))
+        else:
+            graded.append(TestResult(test.id, test.task, test.points, test.points,
+                                     "Passed: " + test.checks + "." + "".join("\n" + r for r in remarks)))
+    return graded
+
+
 class Grader:
     def __init__(self, seed=rubric.SEED, limits=None):
         self.limits = limits or Limits()
@@ -112,36 +148,8 @@ class Grader:
         return Result(submission.name, str(path), tests, notes)
 
     def _grade_task(self, task, outcome, notes):
-        failure = outcome.failures.get(task)
-        functions = " and ".join(rubric.TASK_BY_NAME[task].functions)
-        results = outcome.results.get(task, {})
-        graded = []
-        for test in rubric.tests_of(task):
-            if failure:
-                graded.append(TestResult(test.id, task, 0, test.points, f"{functions} did not finish: {failure}."))
-                continue
-            problems, remarks = [], []
-            for case in (case for case in self.cases[task] if case.test == test.id):
-                try:
-                    verdict = case.check(results.get(case.id))
-                except Exception as error:
-                    verdict = None
-                    problems.append(f"{case.label}: the grader could not check this output ({error!r}).")
-                if verdict is not None and not verdict.passed:
-                    problems.append(verdict.message)
-                elif verdict is not None and verdict.message and verdict.message not in remarks:
-                    remarks.append(verdict.message)
-                if problems:
-                    break  # the first failing case is the one worth reading
-            if problems:
-                output = problems[0]
-                if "is not defined" in output and notes:
-                    output += "\n" + "\n".join(notes)
-                graded.append(TestResult(test.id, task, 0, test.points, output))
-            else:
-                graded.append(TestResult(test.id, task, test.points, test.points,
-                                         "Passed: " + test.checks + "." + "".join("\n" + r for r in remarks)))
-        return graded
+        return score_tests(rubric.tests_of(task), self.cases[task], outcome.results.get(task, {}),
+                           failure=outcome.failures.get(task), notes=notes)
 
     def grade_many(self, paths, jobs=1, on_result=None):
         """Grade paths with ``jobs`` children at a time; results in the order of ``paths``."""

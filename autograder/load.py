@@ -5,7 +5,8 @@ order by the worker, each on its own so that an error in one cell does not hide
 the functions defined in the others. IPython-only lines (``%magic``,
 ``!shell``, ``x = !cmd``, ``name?``) become ``pass`` so that line numbers in
 messages still match the notebook; cells run by a cell magic other than
-``%%time``/``%%capture`` are skipped, and so are nbgrader's own test cells.
+``%%time``/``%%capture`` are skipped, and so are nbgrader's test cells and
+read-only cells (the course's checks, demonstrations and pictures).
 """
 
 import json
@@ -15,6 +16,7 @@ from pathlib import Path
 
 SUFFIXES = (".py", ".ipynb")
 PREFERRED_NAMES = ("positional_encodings.py", "positional_encodings.ipynb")
+ASSIGNMENT_FILES = ("checks.py", "conftest.py", "notebook_loader.py")  # handed out with the assignment
 _IPYTHON_LINE = re.compile(r"^\s*(?:[%!]|[\w.,\s\[\]]+=\s*[%!]|[\w.]+\?{1,2}\s*$)")
 _KEPT_CELL_MAGICS = ("%%time", "%%capture")
 
@@ -63,8 +65,9 @@ def _notebook_chunks(path):
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
         nbgrader = (cell.get("metadata") or {}).get("nbgrader") or {}
-        if nbgrader.get("grade") and not nbgrader.get("solution"):
-            continue  # an autograder test cell: ours, not the student's code
+        if isinstance(nbgrader, dict) and (nbgrader.get("grade") or nbgrader.get("locked")) \
+                and not nbgrader.get("solution"):
+            continue  # a test cell or a read-only demonstration: the course's cells, not the student's code
         first_line = source.lstrip().split("\n", 1)[0]
         if first_line.startswith("%%"):
             if not first_line.startswith(_KEPT_CELL_MAGICS):
@@ -103,12 +106,18 @@ def load(path):
 
 
 def find_submission_file(folder):
-    """The file to grade in a student's folder: positional_encodings.py/.ipynb, else the only one there."""
+    """The file to grade in a student's folder: positional_encodings.py/.ipynb, else the only one there.
+
+    The folder may nest it (nbgrader's ``submitted/STUDENT/ASSIGNMENT/``); the
+    self-check files that come with the assignment are never the submission.
+    """
+    files = sorted(p for p in folder.rglob("*") if p.suffix in SUFFIXES and p.is_file()
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     for preferred in PREFERRED_NAMES:
-        if (folder / preferred).is_file():
-            return folder / preferred
-    candidates = sorted(p for p in folder.rglob("*") if p.suffix in SUFFIXES and p.is_file()
-                        and not p.name.startswith(("test_", ".")) and ".ipynb_checkpoints" not in p.parts)
+        found = [p for p in files if p.name == preferred]
+        if len(found) == 1:
+            return found[0]
+    candidates = [p for p in files if not p.name.startswith("test_") and p.name not in ASSIGNMENT_FILES]
     if len(candidates) == 1:
         return candidates[0]
     if not candidates:

@@ -68,8 +68,14 @@ TASK_SECONDS = 15.0  # one task; a task that hangs is abandoned and the rest go 
 MEMORY_BYTES = 6 * 1024**3  # address space of the child
 OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
 
+# The nbgrader course: the assignment's name, and how long one notebook cell may run under
+# `nbgrader autograde` (nbgrader's own default, 30 s, is too tight for a cold torch import on a slow machine).
+ASSIGNMENT = "positional_encodings"
+NOTEBOOK_CELL_SECONDS = 120
+
 TASK_NAMES = tuple(task.name for task in TASKS)
 TASK_BY_NAME = {task.name: task for task in TASKS}
+TEST_BY_ID = {test.id: test for test in TESTS}
 TASK_OF_FUNCTION = {function: task.name for task in TASKS for function in task.functions}
 MAX_SCORE = sum(test.points for test in TESTS)
 

@@ -169,7 +169,7 @@ def scrambled_buckets(relative_position, bidirectional=True, num_buckets=32, max
 STAND_INS = {"scrambled_relative_positions": scrambled_relative_positions, "scrambled_buckets": scrambled_buckets}
 
 
-def _run_probe(namespace, probe, chunks):
+def run_probe(namespace, probe, chunks):
     torch.manual_seed(probe.get("seed", 0))
     if probe["op"] == "module":
         return _run_module_probe(namespace, probe, chunks)
@@ -228,7 +228,7 @@ def main(workdir):
     for task in plan["tasks"]:
         if wanted is not None and task["task"] not in wanted:
             continue
-        results = {probe["id"]: _run_probe(namespace, probe, chunks) for probe in task["probes"]}
+        results = {probe["id"]: run_probe(namespace, probe, chunks) for probe in task["probes"]}
         _write_atomically(f"result-{task['task']}.pt", lambda path: torch.save(results, path))
 
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from autograder import rubric
-from autograder.build import REFERENCE, STUDENT_DIR, make_stub, solution_regions, student_files
+from autograder.build import REFERENCE, ROOT, STUDENT_DIR, generated_files, make_stub, solution_regions
 
 
 def _signatures(source):
@@ -18,10 +18,10 @@ def _signatures(source):
     return found
 
 
-def test_committed_student_files_match_a_fresh_build():
-    for name, text in student_files().items():
-        committed = (STUDENT_DIR / name).read_text(encoding="utf-8")
-        assert committed == text, f"assignments/student/{name} drifted from its source: run python -m autograder build"
+def test_committed_generated_files_match_a_fresh_build():
+    for name, text in generated_files().items():
+        committed = (ROOT / name).read_text(encoding="utf-8")
+        assert committed == text, f"{name} drifted from its source: run python -m autograder build"
 
 
 def test_stubs_keep_every_signature_and_docstring_of_the_reference():

@@ -1,0 +1,40 @@
+# nbgrader's configuration for the positional-encodings course. Run nbgrader in this folder,
+# with the kit's environment first on PATH (nbgrader runs `alembic` from PATH):
+#   PATH="$PWD/../.venv/bin:$PATH" nbgrader generate_assignment positional_encodings
+# Each setting below answers a trap of nbgrader's; tests/test_nbgrader_course.py checks them all.
+
+import os
+
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+
+from autograder import rubric
+
+c = get_config()  # noqa: F821  (nbgrader provides get_config)
+
+c.CourseDirectory.course_id = rubric.ASSIGNMENT
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # this folder, wherever nbgrader is run
+
+# The stub left in each solution cell by generate_assignment: say what to do, not just "not implemented".
+c.ClearSolutions.code_stub = {
+    "python": '# YOUR CODE HERE\nraise NotImplementedError("not written yet: replace this line with your code")',
+}
+
+# The default 30 s per cell is too tight for a cold `import torch` on a slow grading machine.
+# A cell that runs past the limit is interrupted and scores 0; the rest of the notebook is still graded.
+c.Execute.timeout = rubric.NOTEBOOK_CELL_SECONDS
+c.Execute.interrupt_on_timeout = True
+# Short tracebacks (the exception line only), so a failing hidden check shows its message and
+# never the hidden code that raised it. The first argument is nbgrader's own default.
+c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--InteractiveShell.xmode=Minimal"]
+
+# A student who deletes a graded cell is still graded on it: the cell is put back from the gradebook.
+c.OverwriteCells.add_missing_cells = True
+
+# Every non-notebook file of the source folder (checks.py) is put back over the student's copy at
+# grading time, so an edited checks.py cannot weaken the visible checks. No file is excluded.
+c.Autograde.exclude_overwriting = {}
+
+# Feedback without the hidden tests: by default nbgrader's feedback shows the graded cells as they
+# ran, hidden regions included. ClearHiddenTests removes them before the HTML is written.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

@@ -1,0 +1,230 @@
+"""The nbgrader course: its source notebook, built from the lesson text and the reference.
+
+``assignments/lesson.py`` holds the prose, the demonstrations, the pictures and
+the visible checks, in jupytext's percent format; ``solutions/`` holds every
+answer. ``course_files()`` joins them into nbgrader's source notebook, each
+solution cell filled with the reference function (its ``### BEGIN SOLUTION``
+region intact, for ``nbgrader generate_assignment`` to clear) and each test
+cell given the rubric's points and a hidden region that runs the kit's hidden
+cases (``autograder.nbgrader_bridge.hidden_check``).
+"""
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder import rubric
+
+ROOT = Path(__file__).resolve().parent.parent
+COURSE = ROOT / "assignments"
+LESSON = COURSE / "lesson.py"
+SOURCE = COURSE / "source" / rubric.ASSIGNMENT
+NOTEBOOK = f"{rubric.ASSIGNMENT}.ipynb"
+
+_HEADER = re.compile(r"^# %%(?:\s+\[(?P<kind>\w+)(?::\s*(?P<name>\w+))?\])?\s*$")
+KINDS = ("code", "markdown", "demo", "solution", "tests")
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+class LessonError(ValueError):
+    """The lesson text does not fit the rubric or the reference; the message says where."""
+
+
+@dataclass
+class LessonCell:
+    kind: str  # one of KINDS
+    name: str  # the function of a solution cell, the test of a tests cell, the demo's name
+    body: str
+    line: int  # where its header is in the lesson, for messages
+
+
+def parse_lesson(text):
+    """The cells of a percent-format lesson; text before the first ``# %%`` is a comment for editors."""
+    cells, current = [], None
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header:
+            kind = header.group("kind") or "code"
+            if kind not in KINDS:
+                raise LessonError(f"lesson line {number}: unknown cell kind [{kind}]")
+            if kind in ("demo", "solution", "tests") and not header.group("name"):
+                raise LessonError(f"lesson line {number}: a [{kind}] cell needs a name: [{kind}: NAME]")
+            current = LessonCell(kind, header.group("name") or "", "", number)
+            cells.append(current)
+        elif current is not None:
+            current.body += line + "\n"
+    for cell in cells:
+        body = cell.body.strip("\n")
+        if cell.kind == "markdown":
+            body = "\n".join(re.sub(r"^# ?", "", line) for line in body.splitlines())
+        cell.body = body
+    return cells
+
+
+def function_source(reference, name):
+    """The source of the top-level function or class ``name`` in ``reference``."""
+    lines = reference.splitlines()
+    for node in ast.parse(reference).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            end = node.end_lineno
+            # The AST ends at the last statement; an indented comment after it (### END SOLUTION) belongs too.
+            while end < len(lines) and lines[end].startswith((" ", "\t")):
+                end += 1
+            return "\n".join(lines[node.lineno - 1:end])
+    raise LessonError(f"solutions/ defines no function or class {name}")
+
+
+def test_cell_source(test, visible):
+    """A graded cell: what it checks, the visible checks, then the hidden region."""
+    lines = [f'"""{test.id} ({test.points} points): {test.checks}."""', visible,
+             f'print("The visible checks of {test.id} pass; the grader runs more cases.")',
+             BEGIN_HIDDEN,
+             "from autograder.nbgrader_bridge import hidden_check",
+             "",
+             f'hidden_check("{test.id}")',
+             END_HIDDEN]
+    return "\n".join(line for line in lines if line is not None)
+
+
+def _nbgrader(grade_id, *, grade=False, solution=False, locked=False, points=None):
+    metadata = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
+                "solution": solution, "task": False}
+    if points is not None:
+        metadata["points"] = points
+    return {"nbgrader": metadata}
+
+
+def _check_against_rubric(cells):
+    solutions = [cell.name for cell in cells if cell.kind == "solution"]
+    tests = [cell.name for cell in cells if cell.kind == "tests"]
+    for missing in sorted(set(rubric.TASK_OF_FUNCTION) - set(solutions)):
+        raise LessonError(f"the lesson has no [solution: {missing}] cell")
+    for missing in sorted(set(rubric.TEST_BY_ID) - set(tests)):
+        raise LessonError(f"the lesson has no [tests: {missing}] cell")
+    for name in {name for name in solutions + tests if (solutions + tests).count(name) > 1}:
+        raise LessonError(f"the lesson has {name} more than once")
+    for name in tests:
+        if name not in rubric.TEST_BY_ID:
+            raise LessonError(f"[tests: {name}] is not a test of the rubric")
+    seen_tasks = set()
+    for cell in cells:
+        if cell.kind == "solution":
+            seen_tasks.add(rubric.TASK_OF_FUNCTION.get(cell.name))
+        elif cell.kind == "tests" and rubric.TEST_BY_ID[cell.name].task not in seen_tasks:
+            raise LessonError(f"lesson line {cell.line}: the tests of {cell.name} come before the solution cell "
+                              "of their task")
+
+
+def build_notebook(lesson_text, reference_text):
+    """nbgrader's source notebook (a dict in nbformat 4.5) for the lesson and the reference."""
+    cells = parse_lesson(lesson_text)
+    _check_against_rubric(cells)
+    notebook_cells = []
+    for number, cell in enumerate(cells):
+        if cell.kind == "markdown":
+            notebook_cells.append({"cell_type": "markdown", "id": f"text-{number:02d}", "metadata": {},
+                                   "source": cell.body})
+            continue
+        if cell.kind == "solution":
+            source, metadata = function_source(reference_text, cell.name), _nbgrader(cell.name, solution=True)
+        elif cell.kind == "tests":
+            test = rubric.TEST_BY_ID[cell.name]
+            source = test_cell_source(test, cell.body or None)
+            metadata = _nbgrader(test.id, grade=True, locked=True, points=test.points)
+        elif cell.kind == "demo":
+            source, metadata = cell.body, _nbgrader(f"demo_{cell.name}", locked=True)
+        else:
+            source, metadata = cell.body, {}
+        cell_id = metadata["nbgrader"]["grade_id"] if metadata else f"code-{number:02d}"
+        notebook_cells.append({"cell_type": "code", "execution_count": None, "id": cell_id.replace("_", "-"),
+                               "metadata": metadata, "outputs": [], "source": source})
+    return {
+        "cells": notebook_cells,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def notebook_text(notebook):
+    return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
+
+
+def course_files(reference_text, checks_text):
+    """{path relative to the repository: text} of the generated files of nbgrader's source folder."""
+    notebook = build_notebook(LESSON.read_text(encoding="utf-8"), reference_text)
+    source = SOURCE.relative_to(ROOT)
+    return {
+        str(source / NOTEBOOK): notebook_text(notebook),
+        str(source / "checks.py"): checks_text,
+    }
+
+
+SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini")  # with assignments/student/test_*.py
+
+
+class CourseError(RuntimeError):
+    """nbgrader could not run, or failed; the message says what to do."""
+
+
+def nbgrader_environment():
+    """The environment to run nbgrader in: this Python's bin folder first on PATH.
+
+    nbgrader runs ``alembic`` (its database migrations) by name, from PATH; run
+    from a virtual environment that is not activated, it would not find it.
+    """
+    environment = dict(os.environ)
+    bin_folder = str(Path(sys.executable).parent)
+    environment["PATH"] = bin_folder + os.pathsep + environment.get("PATH", "")
+    return environment
+
+
+def run_nbgrader(arguments, course=COURSE, check=True):
+    """Run ``nbgrader ARGUMENTS`` in the course folder; returns the CompletedProcess (its log in .stdout).
+
+    nbgrader exits 0 even when its config file failed to load (it logs an ERROR
+    and goes on without it), so with ``check`` any ERROR line counts as failure.
+    """
+    environment = nbgrader_environment()
+    for program in ("nbgrader", "alembic"):
+        if shutil.which(program, path=environment["PATH"]) is None:
+            raise CourseError(f"{program} is not installed beside {sys.executable}: "
+                              "pip install -e '.[course]' in the kit's environment.")
+    process = subprocess.run([shutil.which("nbgrader", path=environment["PATH"]), *arguments], cwd=course,
+                             env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    errors = [line for line in process.stdout.splitlines() if "| ERROR]" in line]
+    if check and (process.returncode != 0 or errors):
+        raise CourseError(f"nbgrader {' '.join(arguments)} failed (exit {process.returncode}):\n"
+                          + "\n".join(process.stdout.splitlines()[-40:]))
+    return process
+
+
+def release(out, course=COURSE, student_dir=None):
+    """Make the folder a student receives, and a zip of it, in ``out``; returns (folder, zip).
+
+    The folder is nbgrader's release of the assignment (the notebook with its
+    solutions cleared and hidden tests removed, and checks.py) plus the
+    self-check files, so that ``pytest -k <task>`` runs there on the notebook.
+    """
+    from autograder.build import STUDENT_DIR
+
+    student_dir = Path(student_dir or STUDENT_DIR)
+    course, out = Path(course).resolve(), Path(out).resolve()
+    run_nbgrader(["generate_assignment", rubric.ASSIGNMENT, "--force"], course=course)
+    folder = out / rubric.ASSIGNMENT
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(course / "release" / rubric.ASSIGNMENT, folder)
+    for path in sorted(student_dir.glob("test_*.py")) + [student_dir / name for name in SELF_CHECK_FILES]:
+        shutil.copy2(path, folder / path.name)
+    archive = shutil.make_archive(str(out / rubric.ASSIGNMENT), "zip", root_dir=out, base_dir=rubric.ASSIGNMENT)
+    return folder, Path(archive)
