@@ -340,15 +340,16 @@ plt.show()
 
 # %% [tests: shaw_values]
 # The specification as a loop, small enough to read; your function must give the same numbers.
+# The rows r come from your clipped_relative_positions, so this checks shaw_scores on its own.
 q, key, rel_k = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(5, 4)  # k = 2
+r = clipped_relative_positions(3, 5, 2)
 expected = torch.empty(1, 2, 3, 5)
 for h in range(2):
     for i in range(3):
         for j in range(5):
-            r = min(max(j - i, -2), 2) + 2
-            expected[0, h, i, j] = q[0, h, i] @ (key[0, h, j] + rel_k[r]) / math.sqrt(4)
+            expected[0, h, i, j] = q[0, h, i] @ (key[0, h, j] + rel_k[r[i, j]]) / math.sqrt(4)
 assert_close(shaw_scores(q, key, rel_k, 2), expected, what="shaw_scores(q, k, rel_k, 2)", atol=1e-4,
-             hint="scale * q_i . (k_j + rel_k[clip(j - i, -k, k) + k]), with the default scale 1/sqrt(dh).")
+             hint="scale * q_i . (k_j + rel_k[r(i, j)]), with the default scale 1/sqrt(dh).")
 
 # %% [tests: shaw_scale]
 q, key, rel_k = torch.randn(2, 2, 4, 8), torch.randn(2, 2, 4, 8), torch.randn(3, 8)
@@ -455,9 +456,15 @@ plt.show()
 # %% [solution: t5_bias]
 
 # %% [tests: t5_bias_values]
-table = torch.arange(32.0)[:, None]  # bias_table[b, 0] = b, one head
-assert_close(t5_bias(2, 2, table), torch.tensor([[[[0.0, 17.0], [1.0, 0.0]]]]), what="t5_bias(2, 2, table)",
-             hint="bucket(0) = 0, bucket(+1) = 16 + 1 = 17, bucket(-1) = 1; distance is key minus query.")
+# The specification as a loop, with the buckets from your t5_relative_position_bucket.
+table = torch.randn(32, 2)  # (num_buckets, H)
+expected = torch.empty(1, 2, 3, 4)
+for h in range(2):
+    for i in range(3):
+        for j in range(4):
+            expected[0, h, i, j] = table[t5_relative_position_bucket(torch.tensor(j - i)), h]
+assert_close(t5_bias(3, 4, table), expected, what="t5_bias(3, 4, table)",
+             hint="entry [0, h, i, j] is bias_table[bucket(j - i), h]: key minus query, heads first.")
 
 # %% [tests: t5_bias_layout]
 bias = t5_bias(3, 5, torch.randn(32, 4))

@@ -5,10 +5,12 @@
 
 import os
 
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.converters import Autograde
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades, SaveAutoGrades
 
 from autograder import rubric
+from autograder.nbgrader_bridge import TrustedGrades
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -38,3 +40,10 @@ c.Autograde.exclude_overwriting = {}
 # Feedback without the hidden tests: by default nbgrader's feedback shows the graded cells as they
 # ran, hidden regions included. ClearHiddenTests removes them before the HTML is written.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+
+# The grade of each graded cell comes from the kit's grader, run out of the student's kernel on the
+# notebook's code (autograder/nbgrader_bridge.py), just before nbgrader saves the grades. The list
+# replaces nbgrader's whole list, so it is built from nbgrader's own default.
+_steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
+_save = _steps.index(SaveAutoGrades)
+c.Autograde.autograde_preprocessors = _steps[:_save] + [TrustedGrades] + _steps[_save:]

@@ -1,21 +1,29 @@
-"""How ``nbgrader autograde`` reaches the kit's hidden checks.
+"""How ``nbgrader autograde`` reaches the kit's grader. Two ways, the second one decides.
 
-Each graded cell of the course notebook ends in a hidden region that calls
-``hidden_check("<test id>")``. It runs that rubric test's hidden cases on the
-functions the notebook has defined, through the same probes, stand-ins and
-comparison as ``python -m autograder grade``, so a test passes in the
-gradebook exactly when it passes on the command line. A failing test raises
-an AssertionError whose message is the feedback (nbgrader then gives the cell
-0 points); a passing one prints a line and raises nothing (full points).
-
-This runs inside the student's kernel, so it is only as safe as nbgrader
-itself: code in the notebook could reach in and change it.
+1. In the kernel. Each graded cell of the course notebook holds a hidden
+   region that calls ``hidden_check("<test id>")``: the rubric test's hidden
+   cases, run on the notebook's functions with the same probes, stand-ins and
+   comparison as ``python -m autograder grade``. A failure raises an
+   AssertionError whose message is the feedback. This is what a course without
+   the kit's nbgrader config gets; it runs in the student's kernel, where the
+   student's code could reach in and change it.
+2. Out of the kernel. ``TrustedGrades``, registered in the course's
+   ``nbgrader_config.py`` just before nbgrader's ``SaveAutoGrades``, grades the
+   notebook's code with the kit's grader in its own child process and writes
+   the verdict into each graded cell as its only output: a line of text when
+   the test passed (full points), an error with the feedback when it failed
+   (0 points). Whatever the kernel printed or raised in those cells, including
+   a visible check that failed or a check that was tampered with, no longer
+   counts, so the gradebook holds exactly the scores of
+   ``python -m autograder grade``.
 """
 
 import contextlib
 import io
 import sys
+import tempfile
 import warnings
+from pathlib import Path
 
 import torch
 
@@ -58,3 +66,45 @@ def hidden_check(test_id):
     if not result.passed:
         raise AssertionError(f"{test_id} (0 of {result.max_score:g} points): {result.output}")
     print(f"{test_id} ({result.score:g} of {result.max_score:g} points): {result.output}")
+
+
+def _nbgrader_preprocessor_base():
+    try:
+        from nbgrader.preprocessors import NbGraderPreprocessor
+    except ImportError:  # the kit is usable without nbgrader; only the course needs it
+        return object
+    return NbGraderPreprocessor
+
+
+class TrustedGrades(_nbgrader_preprocessor_base()):
+    """An autograde preprocessor: each graded cell's output is the kit's verdict, reached out of the kernel."""
+
+    _grader = None  # one per nbgrader process: the hidden cases are built once for the whole class
+
+    def preprocess(self, nb, resources):
+        import nbformat
+
+        from autograder.grade import Grader
+
+        if TrustedGrades._grader is None:
+            TrustedGrades._grader = Grader()
+        with tempfile.TemporaryDirectory(prefix="trusted-grades-") as folder:
+            path = Path(folder) / f"{rubric.ASSIGNMENT}.ipynb"
+            path.write_text(nbformat.writes(nb), encoding="utf-8")
+            result = TrustedGrades._grader.grade(path)
+        by_id = {test.id: test for test in result.tests}
+        for cell in nb.cells:
+            grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
+            if cell.cell_type != "code" or grade_id not in by_id:
+                continue
+            test = by_id[grade_id]
+            if test.passed:
+                text = f"{test.id} ({test.score:g} of {test.max_score:g} points): {test.output}\n"
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+            else:
+                message = f"{test.id} (0 of {test.max_score:g} points): {test.output}"
+                cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue=message,
+                                                       traceback=[f"AssertionError: {message}"])]
+        notes = "".join(f"\n  {note}" for note in result.notes)
+        self.log.info("The kit's grader, out of the kernel: %g of %g points%s", result.score, result.max_score, notes)
+        return nb, resources

@@ -1,0 +1,296 @@
+"""The nbgrader course, for real: the `nbgrader` command and a real python3 kernel, no simulation.
+
+In a temporary course folder: `python -m autograder release` (nbgrader's generate_assignment plus the
+self-check files) -> notebooks of several students in submitted/ -> `nbgrader autograde` ->
+`nbgrader generate_feedback` -> `nbgrader export`. The gradebook must agree, test for test, with
+`python -m autograder grade` on the same notebooks.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from autograder import rubric
+from autograder.build import REFERENCE, ROOT, solution_regions
+from autograder.course import COURSE, NOTEBOOK, function_source, release, run_nbgrader
+from autograder.demo import MISTAKES, apply
+
+ASSIGNMENT = rubric.ASSIGNMENT
+MISTAKE_BY_NAME = {mistake.name: mistake for mistake in MISTAKES}
+WRONG_ANSWERS = ("sin_cos_swapped", "bucket_sign_flipped", "scaled_bias")
+
+
+def _grade_id(cell):
+    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
+
+
+def _source(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _filled(release_notebook, code_text, skip=()):
+    """The released notebook with every solution cell holding its function from ``code_text``."""
+    notebook = json.loads(json.dumps(release_notebook))
+    for cell in notebook["cells"]:
+        name = _grade_id(cell)
+        if name in rubric.TASK_OF_FUNCTION and name not in skip:
+            cell["source"] = function_source(code_text, name)
+    return notebook
+
+
+def _without(notebook, grade_id):
+    notebook = json.loads(json.dumps(notebook))
+    notebook["cells"] = [cell for cell in notebook["cells"] if _grade_id(cell) != grade_id]
+    return notebook
+
+
+def _class_of_students(release_notebook, reference_text):
+    students = {"reference": _filled(release_notebook, reference_text), "blank": release_notebook}
+    for name in WRONG_ANSWERS:
+        students[name] = _filled(release_notebook, apply(MISTAKE_BY_NAME[name], reference_text))
+    # A wrong sinusoidal table, and the locked test cells that would catch it emptied.
+    edited = _filled(release_notebook, apply(MISTAKE_BY_NAME["sin_cos_swapped"], reference_text))
+    for cell in edited["cells"]:
+        if (_grade_id(cell) or "").startswith("sinusoidal_") and _grade_id(cell) != "sinusoidal_table":
+            cell["source"] = "pass  # nothing to see here"
+    students["edited_locked_cell"] = edited
+    # t5_bias right on its own (it computes its buckets with a private copy of the reference), next to a
+    # wrong bucket function: the visible loop check of t5_bias uses the student's buckets and fails in the
+    # kernel, but the hidden cases grade t5_bias apart from its helper, and the gradebook must follow them.
+    wrong_buckets = _filled(release_notebook, apply(MISTAKE_BY_NAME["bucket_sign_flipped"], reference_text))
+    own = (function_source(reference_text, "t5_relative_position_bucket").replace(
+        "def t5_relative_position_bucket(", "def _own_buckets(") + "\n\n\n" + function_source(
+        reference_text, "t5_bias").replace("buckets = t5_relative_position_bucket(", "buckets = _own_buckets("))
+    for cell in wrong_buckets["cells"]:
+        if _grade_id(cell) == "t5_bias":
+            cell["source"] = own
+    students["own_buckets_in_t5_bias"] = wrong_buckets
+    students["deleted_solution_cell"] = _without(students["reference"], "t5_bias")
+    students["deleted_grade_cell"] = _without(students["reference"], "shaw_scale")
+    return students
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, reference_text):
+    root = tmp_path_factory.mktemp("nbgrader")
+    course = root / "course"
+    course.mkdir()
+    shutil.copy(COURSE / "nbgrader_config.py", course)
+    shutil.copytree(COURSE / "source", course / "source")
+    folder, archive = release(root / "dist", course=course)
+    released = course / "release" / ASSIGNMENT
+    students = _class_of_students(json.loads((released / NOTEBOOK).read_text()), reference_text)
+    for name, notebook in students.items():
+        target = course / "submitted" / name / ASSIGNMENT
+        target.mkdir(parents=True)
+        (target / NOTEBOOK).write_text(json.dumps(notebook, indent=1))
+        shutil.copy(released / "checks.py", target)
+    # run_nbgrader fails on any ERROR in nbgrader's log: a config file that did not load is one.
+    autograde = run_nbgrader(["autograde", ASSIGNMENT, "--force"], course=course)
+    run_nbgrader(["generate_feedback", ASSIGNMENT, "--force"], course=course)
+    run_nbgrader(["export", "--to", str(course / "grades.csv")], course=course)
+    return SimpleNamespace(path=course, released=released, student_folder=folder, archive=archive,
+                           students=students, autograde_log=autograde.stdout)
+
+
+def _gradebook_scores(course, student):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course.path / 'gradebook.db'}") as gradebook:
+        notebook = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
+        return {grade.name: grade.score for grade in notebook.grades}
+
+
+def _autograded(course, student):
+    return json.loads((course.path / "autograded" / student / ASSIGNMENT / NOTEBOOK).read_text())
+
+
+def test_reference_gets_full_marks_and_the_blank_release_zero(course):
+    with open(course.path / "grades.csv", newline="") as handle:
+        totals = {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
+    assert totals["reference"] == rubric.MAX_SCORE == 100
+    assert totals["blank"] == 0
+    assert set(totals) == set(course.students)
+
+
+def test_each_graded_cell_carries_the_points_of_its_rubric_test(course):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course.path / 'gradebook.db'}") as gradebook:
+        cells = {cell.name: cell.max_score for cell in gradebook.find_notebook(ASSIGNMENT, ASSIGNMENT).grade_cells}
+    assert cells == {test.id: test.points for test in rubric.TESTS}
+
+
+def test_gradebook_agrees_with_the_command_line_grader_test_for_test(course, grader):
+    for student in course.students:
+        in_gradebook = _gradebook_scores(course, student)
+        from_cli = {test.id: test.score for test in grader.grade(course.path / "submitted" / student).tests}
+        assert in_gradebook == from_cli, student
+
+
+def test_a_wrong_answer_loses_only_its_own_task(course):
+    for name in WRONG_ANSWERS:
+        scores = _gradebook_scores(course, name)
+        lost = {rubric.TEST_BY_ID[test].task for test, score in scores.items() if score < rubric.TEST_BY_ID[test].points}
+        assert lost == {MISTAKE_BY_NAME[name].task}, name
+
+
+def test_the_reference_notebook_runs_top_to_bottom_without_an_error(course):
+    errors = [(_grade_id(cell) or cell.get("id"), output.get("ename"))
+              for cell in _autograded(course, "reference")["cells"] if cell["cell_type"] == "code"
+              for output in cell.get("outputs", []) if output["output_type"] == "error"]
+    assert errors == []
+    pictures = sum("image/png" in output.get("data", {}) for cell in _autograded(course, "reference")["cells"]
+                   for output in cell.get("outputs", []))
+    assert pictures >= 7  # one per part with a picture
+
+
+def test_an_edited_locked_test_cell_is_put_back_and_still_fails(course):
+    scores = _gradebook_scores(course, "edited_locked_cell")
+    assert scores["sinusoidal_values"] == 0
+    cell = next(c for c in _autograded(course, "edited_locked_cell")["cells"] if _grade_id(c) == "sinusoidal_values")
+    assert "nothing to see here" not in _source(cell) and 'hidden_check("sinusoidal_values")' in _source(cell)
+
+
+def test_a_deleted_graded_cell_is_added_back_and_graded(course):
+    assert "Missing grade cell shaw_scale" in course.autograde_log
+    assert _gradebook_scores(course, "deleted_grade_cell")["shaw_scale"] == rubric.TEST_BY_ID["shaw_scale"].points
+    ids = [_grade_id(cell) for cell in _autograded(course, "deleted_grade_cell")["cells"]]
+    assert ids.index("shaw_scale") == ids.index("shaw_values") + 1
+
+
+def test_the_grade_is_the_hidden_verdict_even_where_a_visible_check_failed_in_the_kernel(course):
+    cell = next(c for c in _autograded(course, "own_buckets_in_t5_bias")["cells"] if _grade_id(c) == "t5_bias_values")
+    assert [output["output_type"] for output in cell["outputs"]] == ["stream"]
+    scores = _gradebook_scores(course, "own_buckets_in_t5_bias")
+    assert scores["t5_bias_values"] == rubric.TEST_BY_ID["t5_bias_values"].points
+    assert scores["t5_bucket_bidirectional"] == 0
+
+
+def test_a_deleted_solution_cell_costs_only_its_task(course):
+    scores = _gradebook_scores(course, "deleted_solution_cell")
+    for test, score in scores.items():
+        expected = 0 if rubric.TEST_BY_ID[test].task == "t5_bias" else rubric.TEST_BY_ID[test].points
+        assert score == expected, test
+
+
+HIDDEN_SIGNS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "hidden_check", "nbgrader_bridge", "autograder")
+
+
+def test_feedback_html_is_written_for_each_student_and_hides_the_hidden_tests(course):
+    for student in course.students:
+        html = (course.path / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        for sign in HIDDEN_SIGNS:
+            assert sign not in html, (student, sign)
+        assert str(rubric.SEED) not in html
+    for name in WRONG_ANSWERS:  # the failure is explained, the mistake named, not just marked
+        html = (course.path / "feedback" / name / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        assert "AssertionError" in html and MISTAKE_BY_NAME[name].says in html, name
+
+
+def _distinctive_solution_lines():
+    reference = REFERENCE.read_text(encoding="utf-8")
+    lines = reference.splitlines()
+    # Whole statements long enough not to appear by chance (not the opening line of a call).
+    return {line.strip() for begin, end in solution_regions(reference) for line in lines[begin + 1:end]
+            if len(line.strip()) > 25 and not line.strip().endswith(("(", "[", "{")) and not line.strip().startswith("#")}
+
+
+def _files_of(folder):
+    return {path.relative_to(folder): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_release_holds_no_solution_no_hidden_test_and_no_grader_file(course):
+    secret_files = [ROOT / "autograder" / "rubric.py", ROOT / "autograder" / "nbgrader_bridge.py",
+                    *(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "cases").glob("*.py")]
+    secret_bytes = {path.read_bytes() for path in secret_files}
+    solution_lines = _distinctive_solution_lines()
+    assert len(solution_lines) > 20
+    with zipfile.ZipFile(course.archive) as archive:
+        zipped = {Path(name): archive.read(name) for name in archive.namelist() if not name.endswith("/")}
+    for where, files in (("release", _files_of(course.released)), ("student folder", _files_of(course.student_folder)),
+                         ("zip", zipped)):
+        assert files, where
+        for path, data in files.items():
+            assert data not in secret_bytes, (where, path)
+            assert path.stem not in {"rubric", "nbgrader_bridge"} and "solutions" not in path.parts, (where, path)
+            text = data.decode("utf-8", errors="replace")
+            for sign in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "hidden_check"):
+                assert sign not in text, (where, path, sign)
+            leaked = [line for line in solution_lines if line in text]
+            assert not leaked, (where, path, leaked[:3])
+    assert {path.name for path in zipped} == {path.name for path in _files_of(course.student_folder)}
+
+
+def _pytest(folder, *args):
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_student_folder_checks_the_notebook_red_then_green_once_sinusoidal_is_filled_in(course, tmp_path,
+                                                                                       reference_text):
+    folder = tmp_path / ASSIGNMENT
+    shutil.copytree(course.student_folder, folder)
+    before = _pytest(folder, "-k", "sinusoidal")
+    assert before.returncode == 1, before.stdout[-2000:]
+    assert "Task sinusoidal is not written yet" in before.stdout
+    assert "where it says # YOUR CODE HERE" in before.stdout
+    notebook = json.loads((folder / NOTEBOOK).read_text())
+    for cell in notebook["cells"]:
+        if _grade_id(cell) == "sinusoidal_table":
+            cell["source"] = function_source(reference_text, "sinusoidal_table")
+    (folder / NOTEBOOK).write_text(json.dumps(notebook))
+    after = _pytest(folder, "-k", "sinusoidal")
+    assert after.returncode == 0, after.stdout[-2000:]
+    assert "11 passed" in after.stdout
+    assert _pytest(folder, "-k", "shaw").returncode == 1  # the other tasks are still to do
+
+
+def test_student_folder_explains_a_notebook_cell_that_does_not_run(course, tmp_path, reference_text):
+    folder = tmp_path / ASSIGNMENT
+    shutil.copytree(course.student_folder, folder)
+    notebook = _filled(json.loads((folder / NOTEBOOK).read_text()), reference_text)
+    for cell in notebook["cells"]:
+        if _grade_id(cell) == "shaw_scores":
+            cell["source"] = cell["source"].replace("def shaw_scores(", "def shaw_scores(((", 1)
+    (folder / NOTEBOOK).write_text(json.dumps(notebook))
+    run = _pytest(folder, "-k", "sinusoidal or shaw")
+    assert "11 passed" in run.stdout  # the other cells still ran
+    assert "raised SyntaxError" in run.stdout and "cannot import name 'shaw_scores'" in run.stdout
+
+
+def test_release_command_finds_nbgrader_and_alembic_without_the_environment_on_path(tmp_path):
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(COURSE / "nbgrader_config.py", course)
+    shutil.copytree(COURSE / "source", course / "source")
+    environment = {**os.environ, "PATH": "/usr/bin:/bin"}  # as from an environment that is not activated
+    assert shutil.which("alembic", path=environment["PATH"]) is None
+    run = subprocess.run([sys.executable, "-m", "autograder", "release", "--course", str(course),
+                          "--out", str(tmp_path / "dist")], cwd=ROOT, env=environment, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "dist" / f"{ASSIGNMENT}.zip").is_file()
+    assert (course / "gradebook.db").is_file()
+
+
+def test_course_config_sets_each_nbgrader_trap_as_nbgrader_reads_it():
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(COURSE)).load_config()
+    assert config.Execute.timeout == rubric.NOTEBOOK_CELL_SECONDS > 30
+    steps = [step.__name__ for step in config.Autograde.autograde_preprocessors]
+    assert steps.index("TrustedGrades") == steps.index("SaveAutoGrades") - 1 and steps[0] == "Execute"
+    assert config.Execute.interrupt_on_timeout is True
+    assert "--InteractiveShell.xmode=Minimal" in config.Execute.extra_arguments
+    assert config.OverwriteCells.add_missing_cells is True
+    assert "ClearHiddenTests" in [p.__name__ for p in config.GenerateFeedback.preprocessors]
+    assert Path(config.CourseDirectory.root) == COURSE
