@@ -153,6 +153,25 @@ def test_the_reference_notebook_runs_top_to_bottom_without_an_error(course):
     assert pictures >= 7  # one per part with a picture
 
 
+def test_the_released_notebook_filled_in_passes_its_visible_checks_in_a_real_kernel(course, tmp_path,
+                                                                                     reference_text):
+    # What a student who got everything right sees: every cell runs, no check fails, without the grader.
+    import nbformat
+    from nbclient import NotebookClient
+
+    folder = tmp_path / ASSIGNMENT
+    shutil.copytree(course.student_folder, folder)
+    notebook = nbformat.reads(json.dumps(_filled(json.loads((folder / NOTEBOOK).read_text()), reference_text)), 4)
+    NotebookClient(notebook, timeout=rubric.NOTEBOOK_CELL_SECONDS, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    errors = [(_grade_id(cell), output["ename"]) for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.outputs if output.output_type == "error"]
+    assert errors == []
+    printed = "".join(output.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                      for output in cell.outputs if output.output_type == "stream")
+    assert printed.count("The visible checks of") == len(rubric.TESTS)
+
+
 def test_an_edited_locked_test_cell_is_put_back_and_still_fails(course):
     scores = _gradebook_scores(course, "edited_locked_cell")
     assert scores["sinusoidal_values"] == 0
