@@ -6,11 +6,13 @@ with a row for each rubric test, whatever the submission does.
 """
 
 import traceback
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import rubric
+from autograder import rubric, timing
+from autograder.build import REFERENCE, strip_markers
 from autograder.cases import build_cases
 from autograder.load import LoadError, load, submission_name
 from autograder.sandbox import Limits, run_submission, serialize_plan
@@ -115,11 +117,25 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
     return graded
 
 
+def _timing_result(test, fraction, lines):
+    return TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(lines))
+
+
 class Grader:
-    def __init__(self, seed=rubric.SEED, limits=None):
+    """Grades submissions with one set of hidden cases; ``timing`` is what to do without a GPU (see rubric)."""
+
+    def __init__(self, seed=rubric.SEED, limits=None, timing_mode=rubric.TIMING_WITHOUT_GPU):
         self.limits = limits or Limits()
         self.cases = build_cases(seed)
         self.plan = serialize_plan(self.cases)
+        self.timing_mode = timing_mode
+        self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
+                                                   self.limits.memory_bytes)
+        weakref.finalize(self, self.references.close)
+
+    def close(self):
+        """Stop the reference processes of the timing tier (they are kept between submissions)."""
+        self.references.close()
 
     def grade(self, path):
         """Grade one submission path (file or student folder). Never raises for a student's file."""
@@ -145,7 +161,82 @@ class Grader:
         tests = []
         for task in rubric.TASK_NAMES:
             tests.extend(self._grade_task(task, outcome, notes))
+        try:
+            tests.extend(self._grade_timing(submission, tests))
+        except Exception as error:  # a fault of the grader's: the tier's rows stay, marked
+            tests.extend(TestResult(test.id, test.task, 0, test.points, f"The timing tier failed on this submission "
+                                    f"({error!r}); please report it.") for test in rubric.tests_of("timing"))
         return Result(submission.name, str(path), tests, notes)
+
+    def _grade_timing(self, submission, tests):
+        passed = {test.id for test in tests if test.passed}
+        device, skipped = timing.timing_device(self.timing_mode)
+        graded, student = [], None
+        try:
+            for path in rubric.TIMED_PATHS:
+                test = rubric.TEST_BY_ID[path.test]
+                failing = [t.id for task in path.requires for t in rubric.tests_of(task) if t.id not in passed]
+                if failing:
+                    graded.append(_timing_result(test, 0, [f"Not timed: every correctness test of this path must "
+                                                           f"pass first, and {', '.join(failing)} did not."]))
+                    continue
+                loops = timing.static_check(submission.chunks, path)
+                if loops:
+                    graded.append(_timing_result(test, 0, [
+                        f"No points: a Python loop in the score path ({loops[0]}).",
+                        "Static check: " + "; ".join(loops),
+                        "A loop over positions gets no timing points, whatever its time: use tensor operations "
+                        "(broadcasting, gather, indexing with a tensor of indices)."]))
+                    continue
+                lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
+                if skipped:
+                    given = self.timing_mode == "give"
+                    lines.insert(0, f"Not timed: {skipped}; its points are {'given' if given else 'withheld'}.")
+                    graded.append(_timing_result(test, 1.0 if given else 0.0, lines))
+                    continue
+                if student is None or student.process.poll() is not None:
+                    student = timing.ServeChild(submission.chunks, submission.path.name, self.limits.memory_bytes)
+                fraction, summary = self._time_path(path, device, student, lines)
+                graded.append(_timing_result(test, fraction, [summary] + lines))
+        finally:
+            if student is not None:
+                student.close()
+        return graded
+
+    def _time_path(self, path, device, student, lines):
+        sizes = rubric.TIMING_SIZES[device]
+        fractions, summaries = [], []
+        for dtype in sizes["dtypes"]:
+            spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED,
+                    "max_relative": rubric.TIMING_MAX_RELATIVE, "num_buckets": rubric.TIMING_NUM_BUCKETS,
+                    "warmup": rubric.TIMING_WARMUP, **{key: sizes[key] for key in ("batch", "heads", "length",
+                                                                                     "head_dim")}}
+            where = timing._describe(spec)
+            try:
+                measured = timing.measure(student, self.references.get(), spec)
+            except timing.ChildFailed as error:
+                lines.append(f"Time ({where}): not measured: {error}.")
+                return 0.0, f"No points: {error}."
+            fraction = timing.fraction_for(measured.ratio)
+            bands = ", ".join(f"{timing.share_words(share)} within {limit:g}x" for limit, share in rubric.TIMING_BANDS)
+            lines.append(f"Time ({where}): {measured.ratio:.2f}x the reference ({measured.student_ms:.2f} ms against "
+                         f"{measured.reference_ms:.2f} ms, median of {measured.pairs} interleaved pairs): "
+                         f"{timing.share_words(fraction)} ({bands}).")
+            if measured.memory_ratio is not None:
+                over = measured.memory_ratio > rubric.TIMING_MEMORY_FACTOR
+                lines.append(f"Memory: one call needs {measured.student_mib:.0f} MiB beyond its inputs, "
+                             f"{measured.memory_ratio:.1f}x the reference's {measured.reference_mib:.0f} MiB"
+                             + (f": over the limit of {rubric.TIMING_MEMORY_FACTOR:g}x, so no timing points. Look "
+                                "for a tensor of shape (..., Lq, Lk, dh): it is Lq * Lk * dh numbers."
+                                if over else f" (the limit is {rubric.TIMING_MEMORY_FACTOR:g}x)."))
+                if over:
+                    fraction = 0.0
+                    summaries.append(f"memory {measured.memory_ratio:.1f}x the reference's, over the "
+                                     f"{rubric.TIMING_MEMORY_FACTOR:g}x limit ({dtype})")
+            summaries.append(f"{measured.ratio:.2f}x the reference's time ({device}, {dtype})")
+            fractions.append(fraction)
+        fraction = min(fractions)
+        return fraction, f"{timing.share_words(fraction).capitalize()}: " + "; ".join(summaries) + "."
 
     def _grade_task(self, task, outcome, notes):
         return score_tests(rubric.tests_of(task), self.cases[task], outcome.results.get(task, {}),

@@ -45,7 +45,7 @@ def table(results, width=None):
     """
     if width is None and sys.stdout.isatty():
         width = shutil.get_terminal_size().columns
-    names = [task.name for task in rubric.TASKS]
+    names = [task.name for task in rubric.TASKS + (rubric.TIMING,)]
     widths = [max(5, len(n)) for n in names]
     name_width = max([10] + [len(result.name) for result in results])
     header = (f"{'submission':<{name_width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))

@@ -35,28 +35,33 @@ TASKS = (
 )
 
 TESTS = (
-    Test("sinusoidal_values", "sinusoidal", 8, "values against the reference, several sizes, bases and dtypes"),
-    Test("sinusoidal_edge_cases", "sinusoidal", 3, "one position, d_model 2, an empty table, the dtype asked for"),
+    Test("sinusoidal_values", "sinusoidal", 7, "values against the reference, several sizes, bases and dtypes"),
+    Test("sinusoidal_edge_cases", "sinusoidal", 2, "one position, d_model 2, an empty table, the dtype asked for"),
     Test("sinusoidal_invalid_args", "sinusoidal", 4, "ValueError for odd, zero or negative d_model and negative lengths"),
     Test("learned_parameter", "learned", 3, "weight is a registered (max_len, d_model) Parameter drawn from N(0, 0.02^2)"),
-    Test("learned_add", "learned", 4, "mode 'add' returns x + weight[:L]"),
-    Test("learned_concat", "learned", 3, "mode 'concat' appends weight[:L] on the last axis"),
+    Test("learned_add", "learned", 3, "mode 'add' returns x + weight[:L]"),
+    Test("learned_concat", "learned", 2, "mode 'concat' appends weight[:L] on the last axis"),
     Test("learned_length_check", "learned", 3, "L == max_len works; L > max_len and unknown modes raise ValueError"),
     Test("learned_gradients", "learned", 2, "gradients reach rows 0..L-1 of weight and no other"),
-    Test("relative_positions_values", "relative_positions", 7, "clip(j - i, -k, k) + k for many sizes, Lq != Lk"),
-    Test("relative_positions_edge_cases", "relative_positions", 3, "length 1, k = 0, k beyond the lengths, int64 result"),
-    Test("shaw_values", "shaw", 12, "scores against the reference for several sizes and k"),
-    Test("shaw_scale", "shaw", 4, "an explicit scale multiplies both terms"),
+    Test("relative_positions_values", "relative_positions", 6, "clip(j - i, -k, k) + k for many sizes, Lq != Lk"),
+    Test("relative_positions_edge_cases", "relative_positions", 2, "length 1, k = 0, k beyond the lengths, int64 result"),
+    Test("shaw_values", "shaw", 10, "scores against the reference for several sizes and k"),
+    Test("shaw_scale", "shaw", 3, "an explicit scale multiplies both terms"),
     Test("shaw_edge_cases", "shaw", 4, "batch 1, one head, length 1, Lq != Lk, float64"),
-    Test("t5_bucket_bidirectional", "t5_bucket", 8, "encoder buckets, bucket for bucket, over -2000..2000"),
-    Test("t5_bucket_causal", "t5_bucket", 6, "decoder buckets (bidirectional=False)"),
-    Test("t5_bucket_settings", "t5_bucket", 3, "other num_buckets and max_distance"),
+    Test("t5_bucket_bidirectional", "t5_bucket", 7, "encoder buckets, bucket for bucket, over -2000..2000"),
+    Test("t5_bucket_causal", "t5_bucket", 5, "decoder buckets (bidirectional=False)"),
+    Test("t5_bucket_settings", "t5_bucket", 2, "other num_buckets and max_distance"),
     Test("t5_bucket_invalid_args", "t5_bucket", 3, "ValueError where the formula is undefined"),
-    Test("t5_bias_values", "t5_bias", 6, "bias_table[bucket(j - i), h] for several sizes and settings"),
+    Test("t5_bias_values", "t5_bias", 5, "bias_table[bucket(j - i), h] for several sizes and settings"),
     Test("t5_bias_layout", "t5_bias", 4, "shape (1, H, Lq, Lk), Lq != Lk, dtype of the table"),
-    Test("biased_scores_values", "biased_scores", 6, "scale * q @ k^T + bias against the reference"),
+    Test("biased_scores_values", "biased_scores", 5, "scale * q @ k^T + bias against the reference"),
     Test("biased_scores_scale", "biased_scores", 2, "the default and an explicit scale, never applied to the bias"),
-    Test("biased_scores_broadcast", "biased_scores", 2, "bias of shape (1, H, Lq, Lk), (Lq, Lk) and (B, 1, 1, Lk)"),
+    Test("biased_scores_broadcast", "biased_scores", 1, "bias of shape (1, H, Lq, Lk), (Lq, Lk) and (B, 1, 1, Lk)"),
+    # The timing tier (autograder/timing.py): the score path against the reference, once it is correct.
+    Test("shaw_speed", "timing", 8, "shaw_scores (with its helper) timed against the reference: no loop over "
+                                    "positions, time and memory within the rubric's bands"),
+    Test("t5_speed", "timing", 7, "biased_scores(q, k, t5_bias(...)) timed against the reference: no loop over "
+                                  "positions, time and memory within the rubric's bands"),
 )
 
 # The hidden cases are drawn from this seed: the same seed, the same cases.
@@ -73,8 +78,44 @@ OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
 ASSIGNMENT = "positional_encodings"
 NOTEBOOK_CELL_SECONDS = 120
 
-TASK_NAMES = tuple(task.name for task in TASKS)
-TASK_BY_NAME = {task.name: task for task in TASKS}
+# The timing tier. Each path is timed only when the correctness tests of all its tasks pass.
+TIMING = Task("timing", "Speed of the score path (timing tier)", ())
+
+
+@dataclass(frozen=True)
+class TimedPath:
+    name: str  # "shaw" or "t5", as the worker knows it
+    test: str  # the rubric test its points go to
+    functions: tuple  # the student's functions on the path, checked for loops over positions
+    requires: tuple  # tasks whose correctness tests must all pass first
+
+
+TIMED_PATHS = (
+    TimedPath("shaw", "shaw_speed", ("shaw_scores", "clipped_relative_positions"), ("relative_positions", "shaw")),
+    TimedPath("t5", "t5_speed", ("biased_scores", "t5_bias", "t5_relative_position_bucket"),
+              ("t5_bucket", "t5_bias", "biased_scores")),
+)
+# Points by the median ratio of the student's time to the reference's: up to 2x full, up to 10x half,
+# beyond that none. A Python loop over positions gets none whatever its time.
+TIMING_BANDS = ((2.0, 1.0), (10.0, 0.5))
+# Sizes where the difference shows. The CPU sizes keep the whole tier to about a second per submission.
+TIMING_SIZES = {
+    "cuda": {"batch": 8, "heads": 16, "length": 2048, "head_dim": 64, "dtypes": ("float32", "bfloat16")},
+    "cpu": {"batch": 1, "heads": 4, "length": 512, "head_dim": 32, "dtypes": ("float32",)},
+}
+TIMING_MAX_RELATIVE = 16  # Shaw's clipping distance k on the timed path
+TIMING_NUM_BUCKETS = 32
+TIMING_WARMUP = 2
+TIMING_REPEATS = 15  # interleaved student/reference pairs; the figure is the median ratio
+TIMING_CALL_SECONDS = 10.0  # one call of the student's path; slower scores 0
+# Extra peak memory of one call (above its inputs) may be at most this many times the reference's.
+TIMING_MEMORY_FACTOR = 5.0
+# Without a GPU: "cpu" times the path on the CPU at the CPU sizes; "give" skips the tier and gives its
+# points; "withhold" skips it and gives none. The feedback says which happened, and on what device.
+TIMING_WITHOUT_GPU = "cpu"
+
+TASK_NAMES = tuple(task.name for task in TASKS)  # the correctness tasks, each with its hidden cases
+TASK_BY_NAME = {task.name: task for task in TASKS + (TIMING,)}
 TEST_BY_ID = {test.id: test for test in TESTS}
 TASK_OF_FUNCTION = {function: task.name for task in TASKS for function in task.functions}
 MAX_SCORE = sum(test.points for test in TESTS)

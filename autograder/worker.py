@@ -17,6 +17,12 @@ It writes, each file atomically (a temporary name, then a rename):
 
 Comparing those outputs with the reference is the grader's job, in its own
 process; nothing here knows whether an answer is right.
+
+``python worker.py WORKDIR --serve`` is the timing tier's side (see
+autograder/timing.py): it loads the code the same way, then answers the
+grader's commands, one JSON line each, on two pipes named by their fd numbers:
+build the inputs of a score path, call it once, report sampled output values.
+It keeps no clock: the grader times each call from its own process.
 """
 
 import json
@@ -30,6 +36,12 @@ import torch
 
 MODULE_NAME = "positional_encodings"
 MAX_TEXT = 2000
+
+# Taken before any submitted code runs, so that code cannot swap them: the device sync that ends a
+# timed call, and the allocator's statistics that give its peak memory.
+_CUDA_SYNCHRONIZE = getattr(torch._C, "_cuda_synchronize", None)
+_CUDA_MEMORY_STATS = getattr(torch._C, "_cuda_memoryStats", None)
+_CUDA_RESET_PEAK = getattr(torch._C, "_cuda_resetPeakMemoryStats", None)
 
 
 def _write_atomically(path, write):
@@ -209,12 +221,98 @@ def _limit_self(limits):
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
+def _timing_inputs(spec):
+    """The inputs of a score path, drawn from the spec's seed: the same in every process that asks."""
+    generator = torch.Generator().manual_seed(spec["seed"])
+    batch, heads, length, head_dim = spec["batch"], spec["heads"], spec["length"], spec["head_dim"]
+    device, dtype = spec["device"], getattr(torch, spec["dtype"])
+    q = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
+    k = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
+    rel_k = torch.randn(2 * spec["max_relative"] + 1, head_dim, generator=generator).to(device=device, dtype=dtype)
+    table = torch.randn(spec["num_buckets"], heads, generator=generator).to(device=device, dtype=dtype)
+    return q, k, rel_k, table
+
+
+def _timed_call(namespace, spec):
+    """A function of no arguments that runs the spec's score path once, as the student wrote it."""
+    q, k, rel_k, table = _timing_inputs(spec)
+    length = spec["length"]
+    if spec["path"] == "shaw":
+        shaw_scores = namespace["shaw_scores"]
+        return lambda: shaw_scores(q, k, rel_k, spec["max_relative"])
+    t5_bias, biased_scores = namespace["t5_bias"], namespace["biased_scores"]
+    return lambda: biased_scores(q, k, t5_bias(length, length, table), scale=1.0)
+
+
+def _synchronize(device):
+    if device.startswith("cuda") and _CUDA_SYNCHRONIZE is not None:
+        _CUDA_SYNCHRONIZE()
+
+
+def _cuda_peak_bytes(device):
+    if not device.startswith("cuda") or _CUDA_MEMORY_STATS is None:
+        return None
+    return int(_CUDA_MEMORY_STATS(torch.device(device).index or 0).get("allocated_bytes.all.peak", 0))
+
+
+def _serve_one(namespace, chunks, command, state):
+    kind = command["command"]
+    if kind == "setup":
+        spec = command["spec"]
+        state.clear()
+        state["device"] = spec["device"]
+        try:
+            state["call"] = _timed_call(namespace, spec)
+            for _ in range(spec["warmup"]):
+                state["call"]()
+            _synchronize(spec["device"])
+        except BaseException as error:
+            state.pop("call", None)
+            return _error(error, chunks)
+        return {"ok": True}
+    if kind == "reset_peak":
+        state.pop("last", None)
+        if state["device"].startswith("cuda") and _CUDA_RESET_PEAK is not None:
+            _synchronize(state["device"])
+            _CUDA_RESET_PEAK(torch.device(state["device"]).index or 0)
+        return {"ok": True, "cuda_baseline": _cuda_peak_bytes(state["device"])}
+    if kind == "run":
+        state.pop("last", None)  # free the previous output before the next call, as the reference does
+        try:
+            state["last"] = state["call"]()
+            _synchronize(state["device"])
+        except BaseException as error:
+            return _error(error, chunks)
+        return {"done": command["nonce"]}
+    if kind == "sample":
+        last = state.get("last")
+        if not isinstance(last, torch.Tensor):
+            return {"value": _encode(last)}
+        with torch._C.DisableTorchFunctionSubclass():
+            flat = last.detach().reshape(-1)
+            index = torch.tensor(command["indices"], dtype=torch.long, device=flat.device)
+            index = index[index < flat.numel()]
+            values = flat[index].to("cpu", torch.float64).tolist()
+            return {"values": values, "shape": list(last.shape), "dtype": str(last.dtype).replace("torch.", ""),
+                    "device": str(last.device), "cuda_peak": _cuda_peak_bytes(state["device"])}
+    return {"error": {"type": "ValueError", "mro": [], "message": f"unknown command {kind}", "where": ""}}
+
+
+def serve(namespace, chunks, commands, replies):
+    """Answer the timing tier's commands until the grader closes the pipe."""
+    with os.fdopen(commands, "r", encoding="utf-8") as reader, os.fdopen(replies, "w", encoding="utf-8") as writer:
+        state = {}
+        for line in reader:
+            reply = _serve_one(namespace, chunks, json.loads(line), state)
+            writer.write(json.dumps(reply) + "\n")
+            writer.flush()
+
+
 def main(workdir):
     os.chdir(workdir)
     with open("submission.json", encoding="utf-8") as handle:
         submission = json.load(handle)
     _limit_self(submission.get("limits", {}))
-    plan = torch.load("plan.pt", weights_only=True)
     chunks = submission["chunks"]
     namespace, errors = _load(chunks, submission["filename"])
     defined = sorted(name for name in namespace if not name.startswith("__"))[:500]
@@ -224,6 +322,11 @@ def main(workdir):
             json.dump({"errors": errors, "defined": defined}, handle)
 
     _write_atomically("loaded.json", write_loaded)
+    if "--serve" in sys.argv:
+        at = sys.argv.index("--serve")
+        serve(namespace, chunks, int(sys.argv[at + 1]), int(sys.argv[at + 2]))
+        return
+    plan = torch.load("plan.pt", weights_only=True)
     wanted = submission.get("tasks")
     for task in plan["tasks"]:
         if wanted is not None and task["task"] not in wanted:

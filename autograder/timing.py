@@ -1,0 +1,288 @@
+"""The timing tier: the student's score path against the reference, timed from the grader's side.
+
+Two paths are timed (``rubric.TIMED_PATHS``): ``shaw_scores`` with its helper,
+and ``biased_scores(q, k, t5_bias(...))`` with its. A path is timed only when
+the correctness tests of all its tasks pass, and gets no points when its
+functions hold a Python loop (a static check of the source, reported on its
+own line). Otherwise:
+
+* Two children run the same worker (``worker.py --serve``): one with the
+  student's code, one with the reference and nothing else. Both build the same
+  inputs from the same seed and warm up.
+* The grader sends "run" to one child at a time, alternating which goes first,
+  and measures each call with its own clock, from the command sent to the
+  reply received. The student's code can replace every clock in its process;
+  none of them is read. The figure is the median of the per-pair ratios
+  student/reference, so noise that hits both alike cancels out.
+* Peak memory of one call above its inputs: on the CPU the kernel's own
+  high-water mark of each child (``/proc/PID/status``, reset through
+  ``/proc/PID/clear_refs``); on CUDA the allocator's peak, read with functions
+  the worker took before the student's code ran.
+* After the last call, output entries at indices drawn only then are compared
+  with the reference's, so a path cannot be fast by not computing its output.
+"""
+
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from autograder import rubric
+from autograder.compare import loops_in
+
+WORKER = Path(__file__).with_name("worker.py")
+SAMPLES = 256
+SETUP_SECONDS = 60.0  # start, import torch, build the inputs and warm up
+
+
+class ChildFailed(Exception):
+    """The child died, broke the protocol, or ran past its time; the message says which, for the student."""
+
+
+class ServeChild:
+    """A worker in serve mode, with the code of ``chunks`` loaded; commands and replies are JSON lines."""
+
+    def __init__(self, chunks, filename, memory_bytes):
+        self.workdir = tempfile.mkdtemp(prefix="timing-")
+        limits = {"RLIMIT_AS": memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
+        Path(self.workdir, "submission.json").write_text(
+            json.dumps({"filename": filename, "chunks": chunks, "limits": limits}), encoding="utf-8")
+        command_read, self._commands = os.pipe()
+        self._replies, reply_write = os.pipe()
+        environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.workdir, "TMPDIR": self.workdir,
+                       "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                       "PYTHONDONTWRITEBYTECODE": "1",
+                       # Large tensors get their own mapping and go back to the system when freed, so the
+                       # high-water mark of each call starts from what is really live.
+                       "MALLOC_MMAP_THRESHOLD_": "65536"}
+        for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
+            if name in os.environ:
+                environment[name] = os.environ[name]
+        with open(Path(self.workdir, "output.txt"), "wb") as output:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", str(WORKER), self.workdir, "--serve", str(command_read), str(reply_write)],
+                stdin=subprocess.DEVNULL, stdout=output, stderr=output, cwd=self.workdir, env=environment,
+                pass_fds=(command_read, reply_write), start_new_session=True)
+        os.close(command_read)
+        os.close(reply_write)
+        self._buffer = b""
+
+    def request(self, command, timeout):
+        """Send one command and return (reply, seconds from send to reply) by the grader's clock."""
+        started = time.perf_counter()
+        try:
+            os.write(self._commands, (json.dumps(command) + "\n").encode())
+        except OSError:
+            raise ChildFailed(self._gone()) from None
+        deadline = started + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise ChildFailed(f"one call took more than {timeout:g} s")
+            ready, _, _ = select.select([self._replies], [], [], left)
+            if ready:
+                chunk = os.read(self._replies, 1 << 16)
+                if not chunk:
+                    raise ChildFailed(self._gone())
+                self._buffer += chunk
+        elapsed = time.perf_counter() - started
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            return json.loads(line), elapsed
+        except ValueError:
+            raise ChildFailed("its process wrote something that is not a reply where replies go") from None
+
+    def _gone(self):
+        try:
+            code = self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "its process stopped answering"
+        tail = Path(self.workdir, "output.txt").read_bytes()[-600:].decode("utf-8", "replace").strip()
+        return f"its process ended (exit status {code})" + (f"; its last output: {tail}" if tail else "")
+
+    def reset_memory_peak(self):
+        """Start a new high-water mark at the current resident set; returns that baseline in bytes (CPU)."""
+        try:
+            Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
+            return _proc_status(self.process.pid, "VmRSS")
+        except OSError:
+            return None
+
+    def memory_peak(self):
+        try:
+            return _proc_status(self.process.pid, "VmHWM")
+        except OSError:
+            return None
+
+    def close(self):
+        for handle in (self._commands, self._replies):
+            try:
+                os.close(handle)
+            except OSError:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _proc_status(pid, field):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+@dataclass
+class Measurement:
+    ratio: float  # median of student/reference over the interleaved pairs
+    student_ms: float
+    reference_ms: float
+    pairs: int
+    memory_ratio: float = None  # extra peak memory, student over reference
+    student_mib: float = None
+    reference_mib: float = None
+
+
+def _error_text(reply):
+    error = reply["error"]
+    where = f" at {error['where']}" if error.get("where") else ""
+    return f"{error['type']}: {error['message']}{where}"
+
+
+def measure(student, reference, spec):
+    """Time the spec's path in the two children, interleaved; raises ChildFailed with the student's problem."""
+    for child, whose in ((student, "yours"), (reference, "the reference")):
+        reply, _ = child.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
+        if "error" in reply:
+            if child is reference:
+                raise RuntimeError(f"the reference failed on the timing inputs: {_error_text(reply)}")
+            raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
+    extra = {}
+    for child in (student, reference):  # one call each, alone, for its peak memory
+        reply, _ = child.request({"command": "reset_peak"}, SETUP_SECONDS)
+        baseline = child.reset_memory_peak()
+        reply_run, _ = child.request({"command": "run", "nonce": 0}, rubric.TIMING_CALL_SECONDS)
+        if "error" in reply_run:
+            raise ChildFailed(f"it raised {_error_text(reply_run)} on the timing inputs ({_describe(spec)})")
+        if spec["device"].startswith("cuda"):
+            sampled, _ = child.request({"command": "sample", "indices": [0]}, SETUP_SECONDS)
+            peak, base = sampled.get("cuda_peak"), reply.get("cuda_baseline")
+            extra[child] = None if peak is None or base is None else peak - base
+        else:
+            peak = child.memory_peak()
+            extra[child] = None if peak is None or baseline is None else peak - baseline
+    rng = random.SystemRandom()
+    ratios, student_times, reference_times = [], [], []
+    for pair in range(rubric.TIMING_REPEATS):
+        order = (student, reference) if pair % 2 == 0 else (reference, student)
+        seconds = {}
+        for child in order:
+            nonce = rng.getrandbits(62)
+            reply, elapsed = child.request({"command": "run", "nonce": nonce}, rubric.TIMING_CALL_SECONDS)
+            if "error" in reply:
+                raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
+            if reply.get("done") != nonce:
+                raise ChildFailed("its process answered a call it was not given")
+            seconds[child] = elapsed
+        ratios.append(seconds[student] / seconds[reference])
+        student_times.append(seconds[student])
+        reference_times.append(seconds[reference])
+        if pair >= 2 and statistics.median(ratios) > 3 * rubric.TIMING_BANDS[-1][0]:
+            break  # far beyond the last band: more pairs would not change the verdict
+    _check_sample(student, reference, spec, rng)
+    measurement = Measurement(statistics.median(ratios), 1000 * statistics.median(student_times),
+                              1000 * statistics.median(reference_times), len(ratios))
+    if extra.get(student) is not None and extra.get(reference):
+        floor = 1024**2  # below a MiB the ratio is allocator noise
+        measurement.memory_ratio = max(extra[student], floor) / max(extra[reference], floor)
+        measurement.student_mib, measurement.reference_mib = extra[student] / 1024**2, extra[reference] / 1024**2
+    return measurement
+
+
+def _check_sample(student, reference, spec, rng):
+    batch, heads, length = spec["batch"], spec["heads"], spec["length"]
+    size = batch * heads * length * length
+    indices = sorted(rng.sample(range(size), min(SAMPLES, size)))
+    mine, _ = student.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
+    theirs, _ = reference.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
+    if "values" not in mine:
+        raise ChildFailed("the timed call did not return a tensor")
+    if mine["shape"] != theirs["shape"] or mine["dtype"] != theirs["dtype"]:
+        raise ChildFailed(f"on the timing inputs it returned {mine['dtype']} of shape {tuple(mine['shape'])}, "
+                          f"expected {theirs['dtype']} of shape {tuple(theirs['shape'])}")
+    got, expected = torch.tensor(mine["values"]), torch.tensor(theirs["values"])
+    loose = spec["dtype"] in ("bfloat16", "float16")
+    atol, rtol = (0.25, 0.05) if loose else (1e-3, 1e-3)
+    if got.shape != expected.shape or not torch.allclose(got, expected, atol=atol, rtol=rtol):
+        raise ChildFailed("on the timing inputs its output differs from the reference's")
+
+
+def _describe(spec):
+    return (f"{spec['device']}, {spec['dtype']}, B={spec['batch']} H={spec['heads']} "
+            f"L={spec['length']} dh={spec['head_dim']}")
+
+
+def share_words(fraction):
+    return {1.0: "full points", 0.5: "half the points", 0.0: "no points"}.get(fraction, f"{fraction:g} of the points")
+
+
+def fraction_for(ratio):
+    for limit, fraction in rubric.TIMING_BANDS:
+        if ratio <= limit:
+            return fraction
+    return 0.0
+
+
+def timing_device(mode):
+    """("cuda" or "cpu", None) to time on that device, or (None, why) when the tier is skipped."""
+    if torch.cuda.is_available():
+        return "cuda", None
+    if mode == "cpu":
+        return "cpu", None
+    return None, f"no GPU on this grading machine, and the rubric says {mode!r} without one"
+
+
+class ReferenceChildren:
+    """One reference child per grading thread, started on first use and kept for the whole run."""
+
+    def __init__(self, reference_text, memory_bytes):
+        self.chunks = [{"label": "reference", "source": reference_text}]
+        self.memory_bytes = memory_bytes
+        self._local = threading.local()
+        self._all = []
+        self._lock = threading.Lock()
+
+    def get(self):
+        child = getattr(self._local, "child", None)
+        if child is None or child.process.poll() is not None:
+            child = ServeChild(self.chunks, "reference.py", self.memory_bytes)
+            self._local.child = child
+            with self._lock:
+                self._all.append(child)
+        return child
+
+    def close(self):
+        with self._lock:
+            for child in self._all:
+                child.close()
+            self._all.clear()
+
+
+def static_check(chunks, path):
+    """Loops found in the path's functions (and what they call), from the submission's source."""
+    return loops_in([(chunk["label"], chunk["source"]) for chunk in chunks], list(path.functions))
