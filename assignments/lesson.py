@@ -2,7 +2,7 @@
 # notebook assignments/source/positional_encodings/positional_encodings.ipynb; edit this file, not that one.
 #
 # Cells are separated by "# %%" lines (jupytext's percent format), with four kinds of our own:
-#   # %% [markdown]             prose; each line starts with "# "
+#   # %% [markdown]             prose; each line starts with "# "; {points:TASK} is the rubric's points of TASK
 #   # %%                        code the student may change (the imports)
 #   # %% [demo: NAME]           a read-only demonstration or picture (nbgrader: locked)
 #   # %% [solution: FUNCTION]   filled with FUNCTION from solutions/positional_encodings.py, markers and all;
@@ -20,10 +20,11 @@
 #
 # | part | method | used in | your task (the `pytest -k` word) | points |
 # |---|---|---|---|---|
-# | 3 | learned absolute positions | GPT, BERT, GPT-2 | `learned` | 15 |
-# | 4 | sinusoidal positions | the original Transformer (2017) | `sinusoidal` | 15 |
-# | 6 | clipped relative positions and relative keys | Shaw et al. (2018) | `relative_positions`, `shaw` | 10 + 20 |
-# | 7 | relative position buckets and a learned bias | T5 (2020) | `t5_bucket`, `t5_bias`, `biased_scores` | 20 + 10 + 10 |
+# | 3 | learned absolute positions | GPT, BERT, GPT-2 | `learned` | {points:learned} |
+# | 4 | sinusoidal positions | the original Transformer (2017) | `sinusoidal` | {points:sinusoidal} |
+# | 6 | clipped relative positions and relative keys | Shaw et al. (2018) | `relative_positions`, `shaw` | {points:relative_positions} + {points:shaw} |
+# | 7 | relative position buckets and a learned bias | T5 (2020) | `t5_bucket`, `t5_bias`, `biased_scores` | {points:t5_bucket} + {points:t5_bias} + {points:biased_scores} |
+# | 8 | the speed of the score path | | (timed by the grader) | {points:timing} |
 #
 # **How to work.** Each function to write is in a cell that says `# YOUR CODE HERE`: delete the
 # `raise NotImplementedError(...)` line and write the body. Read the docstring first: it gives the
@@ -47,7 +48,7 @@ from torch import nn
 # Plotting and the checks used by the test cells. This cell is read-only.
 import matplotlib.pyplot as plt
 
-from checks import assert_close, assert_raises
+from checks import assert_close, assert_no_loops, assert_raises
 
 torch.manual_seed(0)
 
@@ -508,6 +509,36 @@ for axis, weights, title in ((axes[0], before, "no position"), (axes[1], after, 
     figure.colorbar(image, ax=axis)
     axis.set(xlabel="key j", ylabel="query i", title=title)
 plt.show()
+
+# %% [markdown]
+# ## 8. Speed: the score path is tensor code
+#
+# Attention scores are computed for every pair of words, so the score path runs `Lq * Lk` times
+# per head: a Python loop over positions makes it hundreds of times slower than the tensor
+# operations that do the same work, and building the `(Lq, Lk, dh)` tensor of relative keys makes
+# it need far more memory. The grader times your `shaw_scores`, and `biased_scores` fed by
+# `t5_bias`, against the reference on large inputs (on a GPU when it has one), once they are
+# correct:
+#
+# * **Time.** The median ratio of your time to the reference's, over interleaved runs: full points
+#   within 2x, half within 10x, none beyond.
+# * **Memory.** One call may use at most 5 times the extra memory of the reference.
+# * **No loops.** A `for` or `while` loop or a comprehension over positions gets no points,
+#   whatever its time. The checks below look for loops in your functions' source.
+
+# %% [tests: shaw_speed]
+assert_no_loops(shaw_scores)
+assert_no_loops(clipped_relative_positions)
+scores = shaw_scores(torch.randn(1, 4, 512, 32), torch.randn(1, 4, 512, 32), torch.randn(33, 32), 16)
+assert tuple(scores.shape) == (1, 4, 512, 512), f"expected (1, 4, 512, 512), got {tuple(scores.shape)}"
+
+# %% [tests: t5_speed]
+assert_no_loops(t5_bias)
+assert_no_loops(t5_relative_position_bucket)
+assert_no_loops(biased_scores)
+q = torch.randn(1, 4, 512, 32)
+scores = biased_scores(q, q, t5_bias(512, 512, torch.randn(32, 4)), scale=1.0)
+assert tuple(scores.shape) == (1, 4, 512, 512), f"expected (1, 4, 512, 512), got {tuple(scores.shape)}"
 
 # %% [markdown]
 # ## What you built

@@ -112,13 +112,16 @@ def _check_against_rubric(cells):
     for name in tests:
         if name not in rubric.TEST_BY_ID:
             raise LessonError(f"[tests: {name}] is not a test of the rubric")
+    timed = {path.test: set(path.requires) for path in rubric.TIMED_PATHS}
     seen_tasks = set()
     for cell in cells:
         if cell.kind == "solution":
             seen_tasks.add(rubric.TASK_OF_FUNCTION.get(cell.name))
-        elif cell.kind == "tests" and rubric.TEST_BY_ID[cell.name].task not in seen_tasks:
-            raise LessonError(f"lesson line {cell.line}: the tests of {cell.name} come before the solution cell "
-                              "of their task")
+        elif cell.kind == "tests":
+            needed = timed.get(cell.name, {rubric.TEST_BY_ID[cell.name].task})
+            if not needed <= seen_tasks:
+                raise LessonError(f"lesson line {cell.line}: the tests of {cell.name} come before the solution "
+                                  f"cells of {', '.join(sorted(needed - seen_tasks))}")
 
 
 def build_notebook(lesson_text, reference_text):
@@ -128,8 +131,9 @@ def build_notebook(lesson_text, reference_text):
     notebook_cells = []
     for number, cell in enumerate(cells):
         if cell.kind == "markdown":
+            text = re.sub(r"\{points:(\w+)\}", lambda match: f"{rubric.task_points(match.group(1)):g}", cell.body)
             notebook_cells.append({"cell_type": "markdown", "id": f"text-{number:02d}", "metadata": {},
-                                   "source": cell.body})
+                                   "source": text})
             continue
         if cell.kind == "solution":
             source, metadata = function_source(reference_text, cell.name), _nbgrader(cell.name, solution=True)

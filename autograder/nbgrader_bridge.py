@@ -12,7 +12,8 @@
    notebook's code with the kit's grader in its own child process and writes
    the verdict into each graded cell as its only output: a line of text when
    the test passed (full points), an error with the feedback when it failed
-   (0 points). Whatever the kernel printed or raised in those cells, including
+   (0 points), and the points as the cell's result when only part of them were
+   earned (nbgrader's partial credit). Whatever the kernel printed or raised in those cells, including
    a visible check that failed or a check that was tampered with, no longer
    counts, so the gradebook holds exactly the scores of
    ``python -m autograder grade``.
@@ -47,6 +48,8 @@ def run_test(test_id, namespace):
     from autograder.grade import score_tests
 
     test = rubric.TEST_BY_ID[test_id]
+    if test.task == rubric.TIMING.name:
+        return _time_in_kernel(test, namespace)
     cases, plan = _cases_and_plan()
     # A fresh copy of the inputs for every call: the student's code may change a tensor in place.
     probes = torch.load(io.BytesIO(plan), weights_only=True)
@@ -60,12 +63,63 @@ def run_test(test_id, namespace):
     return result
 
 
+def _time_in_kernel(test, namespace):
+    """The timing tier without the kit's config: the same gate, static check and bands, timed in the kernel.
+
+    Its clock is the kernel's, which the notebook's code could replace; TrustedGrades times from outside.
+    """
+    import inspect
+    import statistics
+    import time
+
+    from autograder.compare import loops_in
+    from autograder.grade import TestResult
+    from solutions import positional_encodings as reference
+    from autograder.timing import fraction_for, share_words
+
+    path = next(path for path in rubric.TIMED_PATHS if path.test == test.id)
+    failing = [other.id for task in path.requires for other in rubric.tests_of(task)
+               if not run_test(other.id, namespace).passed]
+    if failing:
+        return TestResult(test.id, test.task, 0, test.points, f"Not timed: {', '.join(failing)} must pass first.")
+    loops = []
+    for name in path.functions:
+        try:
+            loops += loops_in(inspect.getsource(namespace[name]), [name])
+        except (OSError, TypeError, KeyError):
+            pass
+    if loops:
+        return TestResult(test.id, test.task, 0, test.points, f"No points: a Python loop ({loops[0]}).")
+    sizes = rubric.TIMING_SIZES["cpu"]
+    spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED,
+            "max_relative": rubric.TIMING_MAX_RELATIVE, "num_buckets": rubric.TIMING_NUM_BUCKETS,
+            **{key: sizes[key] for key in ("batch", "heads", "length", "head_dim")}}
+    mine, theirs = worker._timed_call(namespace, spec), worker._timed_call(vars(reference), spec)
+    mine(), theirs()
+    ratios = []
+    for _ in range(rubric.TIMING_REPEATS):
+        started = time.perf_counter()
+        mine()
+        middle = time.perf_counter()
+        theirs()
+        ratios.append((middle - started) / max(time.perf_counter() - middle, 1e-9))
+    ratio = statistics.median(ratios)
+    fraction = fraction_for(ratio)
+    return TestResult(test.id, test.task, test.points * fraction, test.points,
+                      f"{share_words(fraction).capitalize()}: {ratio:.2f}x the reference's time (cpu, in the kernel).")
+
+
 def hidden_check(test_id):
-    """Grade rubric test ``test_id`` on the caller's globals (the notebook's namespace)."""
+    """Grade rubric test ``test_id`` on the caller's globals (the notebook's namespace).
+
+    Raises AssertionError (0 points) when the test fails; returns the points when only part of them
+    were earned, so that nbgrader reads them as the cell's partial credit.
+    """
     result = run_test(test_id, sys._getframe(1).f_globals)
-    if not result.passed:
+    if result.score <= 0:
         raise AssertionError(f"{test_id} (0 of {result.max_score:g} points): {result.output}")
     print(f"{test_id} ({result.score:g} of {result.max_score:g} points): {result.output}")
+    return None if result.passed else result.score
 
 
 def _nbgrader_preprocessor_base():
@@ -98,9 +152,12 @@ class TrustedGrades(_nbgrader_preprocessor_base()):
             if cell.cell_type != "code" or grade_id not in by_id:
                 continue
             test = by_id[grade_id]
-            if test.passed:
+            if test.score > 0:
                 text = f"{test.id} ({test.score:g} of {test.max_score:g} points): {test.output}\n"
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+                if not test.passed:  # part of the points: nbgrader reads a number as partial credit
+                    cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": f"{test.score:g}"},
+                                                               execution_count=None))
             else:
                 message = f"{test.id} (0 of {test.max_score:g} points): {test.output}"
                 cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue=message,

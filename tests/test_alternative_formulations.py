@@ -1,4 +1,8 @@
-"""Every correct formulation scores full marks: each file in submissions/alternatives/ replaces one task's code."""
+"""Every correct formulation scores full marks: each file in submissions/alternatives/ replaces one task's code.
+
+The one exception is the timing tier, by design: a vectorized path that builds the (Lq, Lk, dh) relative
+keys is correct, and earns only part of the tier for its time.
+"""
 
 from pathlib import Path
 
@@ -8,6 +12,7 @@ from autograder import rubric
 from conftest import task_scores
 
 ALTERNATIVES = sorted((Path(__file__).parent / "submissions" / "alternatives").glob("*.py"))
+MEMORY_NAIVE = {"shaw__materialised_einsum": "shaw_speed"}
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +34,14 @@ def test_there_is_an_alternative_for_every_task():
 @pytest.mark.parametrize("path", ALTERNATIVES, ids=[path.stem for path in ALTERNATIVES])
 def test_alternative_formulation_scores_full_marks(alternative_results, path):
     result = alternative_results[path.stem]
-    assert result.score == 100, "\n".join(t.output for t in result.tests if not t.passed)
+    slow = MEMORY_NAIVE.get(path.stem)
+    failed = {test.id: test.output for test in result.tests if not test.passed and test.id != slow}
+    assert failed == {}
+    if slow:
+        timed = next(test for test in result.tests if test.id == slow)
+        assert 0 < timed.score < timed.max_score, timed.output
 
 
 def test_a_shaw_scores_that_builds_its_own_index_is_graded_against_the_reference(alternative_results):
     # materialised_einsum never calls clipped_relative_positions, so the grader's stand-in does not reach it.
-    assert task_scores(alternative_results["shaw__materialised_einsum"])["shaw"] == 20
+    assert task_scores(alternative_results["shaw__materialised_einsum"])["shaw"] == rubric.task_points("shaw")

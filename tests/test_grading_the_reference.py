@@ -6,10 +6,12 @@ from autograder import rubric
 from conftest import by_test, notebook
 
 
-def test_rubric_totals_100_points_over_the_seven_tasks():
+def test_rubric_totals_100_points_over_the_seven_tasks_and_the_timing_tier():
     assert rubric.MAX_SCORE == 100
-    assert {test.task for test in rubric.TESTS} == set(rubric.TASK_NAMES)
+    assert {test.task for test in rubric.TESTS} == set(rubric.TASK_NAMES) | {"timing"}
     assert len(rubric.TASK_NAMES) == 7
+    assert rubric.task_points("timing") == 15
+    assert {path.test for path in rubric.TIMED_PATHS} == {test.id for test in rubric.tests_of("timing")}
 
 
 def test_reference_scores_100(grader, tmp_path, reference_text):

@@ -136,11 +136,14 @@ def test_gradebook_agrees_with_the_command_line_grader_test_for_test(course, gra
         assert in_gradebook == from_cli, student
 
 
-def test_a_wrong_answer_loses_only_its_own_task(course):
+def test_a_wrong_answer_loses_only_its_own_task_and_the_timing_of_its_path(course):
     for name in WRONG_ANSWERS:
+        task = MISTAKE_BY_NAME[name].task
         scores = _gradebook_scores(course, name)
-        lost = {rubric.TEST_BY_ID[test].task for test, score in scores.items() if score < rubric.TEST_BY_ID[test].points}
-        assert lost == {MISTAKE_BY_NAME[name].task}, name
+        lost = {test for test, score in scores.items() if score < rubric.TEST_BY_ID[test].points}
+        untimed = {path.test for path in rubric.TIMED_PATHS if task in path.requires}
+        assert {rubric.TEST_BY_ID[test].task for test in lost - untimed} == {task}, (name, lost)
+        assert {test for test in lost if rubric.TEST_BY_ID[test].task == "timing"} == untimed, (name, lost)
 
 
 def test_the_reference_notebook_runs_top_to_bottom_without_an_error(course):
@@ -194,10 +197,10 @@ def test_the_grade_is_the_hidden_verdict_even_where_a_visible_check_failed_in_th
     assert scores["t5_bucket_bidirectional"] == 0
 
 
-def test_a_deleted_solution_cell_costs_only_its_task(course):
+def test_a_deleted_solution_cell_costs_only_its_task_and_the_timing_of_its_path(course):
     scores = _gradebook_scores(course, "deleted_solution_cell")
     for test, score in scores.items():
-        expected = 0 if rubric.TEST_BY_ID[test].task == "t5_bias" else rubric.TEST_BY_ID[test].points
+        expected = 0 if rubric.TEST_BY_ID[test].task == "t5_bias" or test == "t5_speed" else rubric.TEST_BY_ID[test].points
         assert score == expected, test
 
 

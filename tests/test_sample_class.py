@@ -1,4 +1,8 @@
-"""Each bundled one-mistake submission loses the points of its own task and no other, and is named in feedback."""
+"""Each bundled one-mistake submission loses the points of its own task and no other, and is named in feedback.
+
+The one exception is the timing tier: a path is timed only once all of its tasks are correct, so a mistake
+in a task on a timed path also costs that path's timing points (and only that path's).
+"""
 
 import pytest
 
@@ -29,6 +33,13 @@ def test_the_sample_class_has_a_dozen_mistakes_over_every_task():
 def test_sample_mistake_loses_only_its_own_task_and_is_named(sample_results, mistake):
     result = sample_results[mistake.name]
     scores = task_scores(result)
+    tests = {test.id: test for test in result.tests}
+    for path in rubric.TIMED_PATHS:
+        timed = tests[path.test]
+        if mistake.task in path.requires:
+            assert timed.score == 0 and "Not timed" in timed.output, (mistake.name, timed.output)
+        else:
+            assert timed.passed, (mistake.name, timed.output)
     for task, score in scores.items():
         if task == mistake.task:
             assert score < rubric.task_points(task), f"{mistake.name} kept all of {task}"
