@@ -2,7 +2,8 @@
 # notebook assignments/source/positional_encodings/positional_encodings.ipynb; edit this file, not that one.
 #
 # Cells are separated by "# %%" lines (jupytext's percent format), with four kinds of our own:
-#   # %% [markdown]             prose; each line starts with "# "; {points:TASK} is the rubric's points of TASK
+#   # %% [markdown]             prose; each line starts with "# "; {points:TASK} is the rubric's points of TASK,
+#                               {rubric:NAME} a number of autograder/rubric.py, {timing_bands} its time bands
 #   # %%                        code the student may change (the imports)
 #   # %% [demo: NAME]           a read-only demonstration or picture (nbgrader: locked)
 #   # %% [solution: FUNCTION]   filled with FUNCTION from solutions/positional_encodings.py, markers and all;
@@ -520,9 +521,10 @@ plt.show()
 # `t5_bias`, against the reference on large inputs (on a GPU when it has one), once they are
 # correct:
 #
-# * **Time.** The median ratio of your time to the reference's, over interleaved runs: full points
-#   within 2x, half within 10x, none beyond.
-# * **Memory.** One call may use at most 5 times the extra memory of the reference.
+# * **Time.** The median ratio of your time to the reference's, over interleaved runs: {timing_bands},
+#   none beyond.
+# * **Memory.** One call may use at most {rubric:TIMING_MEMORY_FACTOR} times the extra memory of the
+#   reference: enough for a `(Lq, Lk, dh)` tensor at the CPU sizes, not for `(B, H, Lq, Lk, dh)`.
 # * **No loops.** A `for` or `while` loop or a comprehension over positions gets no points,
 #   whatever its time. The checks below look for loops in your functions' source.
 

@@ -124,6 +124,16 @@ def _check_against_rubric(cells):
                                   f"cells of {', '.join(sorted(needed - seen_tasks))}")
 
 
+def _fill_rubric(text):
+    """The lesson's prose with the rubric's figures put in: points, limits and the timing bands."""
+    from autograder.timing import share_words
+
+    bands = ", ".join(f"{share_words(share)} within {limit:g}x" for limit, share in rubric.TIMING_BANDS)
+    text = text.replace("{timing_bands}", bands)
+    text = re.sub(r"\{points:(\w+)\}", lambda match: f"{rubric.task_points(match.group(1)):g}", text)
+    return re.sub(r"\{rubric:(\w+)\}", lambda match: f"{getattr(rubric, match.group(1)):g}", text)
+
+
 def build_notebook(lesson_text, reference_text):
     """nbgrader's source notebook (a dict in nbformat 4.5) for the lesson and the reference."""
     cells = parse_lesson(lesson_text)
@@ -131,7 +141,7 @@ def build_notebook(lesson_text, reference_text):
     notebook_cells = []
     for number, cell in enumerate(cells):
         if cell.kind == "markdown":
-            text = re.sub(r"\{points:(\w+)\}", lambda match: f"{rubric.task_points(match.group(1)):g}", cell.body)
+            text = _fill_rubric(cell.body)
             notebook_cells.append({"cell_type": "markdown", "id": f"text-{number:02d}", "metadata": {},
                                    "source": text})
             continue

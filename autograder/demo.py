@@ -39,7 +39,7 @@ MISTAKES = (
     SampleMistake("missing_shift", "relative_positions", "+ k shift is missing",
                   "return distance.clamp(-k, k) + k", "return distance.clamp(-k, k)"),
     SampleMistake("scale_on_one_term", "shaw", "scale multiplies only q . k",
-                  "return scale * (content + relative)", "return scale * content + relative"),
+                  "scores += q @ k.transpose(-2, -1)", "scores = scores / scale + q @ k.transpose(-2, -1)"),
     SampleMistake("buckets_not_halved", "t5_bucket", "not halved",
                   "n = num_buckets // 2 if bidirectional else num_buckets", "n = num_buckets"),
     SampleMistake("bucket_sign_flipped", "t5_bucket", "direction is flipped",
@@ -47,9 +47,9 @@ MISTAKES = (
     SampleMistake("no_last_bucket_clamp", "t5_bucket", "not clamped",
                   "far = (max_exact + log_bucket).clamp(max=n - 1)", "far = max_exact + log_bucket"),
     SampleMistake("bias_layout", "t5_bias", "laid out (Lq, Lk, H)",
-                  "return per_head.permute(2, 0, 1).unsqueeze(0)", "return per_head.unsqueeze(0)"),
+                  "return per_offset[:, where].unsqueeze(0)", "return per_offset.transpose(0, 1)[where].unsqueeze(0)"),
     SampleMistake("scaled_bias", "biased_scores", "multiplies the bias too",
-                  "return scale * (q @ k.transpose(-2, -1)) + bias", "return scale * (q @ k.transpose(-2, -1) + bias)"),
+                  "return scores.mul_(scale).add_(bias)", "return scores.add_(bias).mul_(scale)"),
 )
 
 

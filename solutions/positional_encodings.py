@@ -225,12 +225,13 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
     if scale is None:
         scale = 1.0 / math.sqrt(head_dim)
     length_q, length_k = q.shape[-2], k.shape[-2]
-    content = q @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
     per_distance = q @ rel_k.to(q.dtype).transpose(0, 1)  # (B, H, Lq, 2k+1)
     index = clipped_relative_positions(length_q, length_k, max_relative_position, device=q.device)  # (Lq, Lk)
-    index = index.expand(*per_distance.shape[:-1], length_k)  # (B, H, Lq, Lk)
-    relative = per_distance.gather(-1, index)  # (B, H, Lq, Lk)
-    return scale * (content + relative)  # (B, H, Lq, Lk)
+    index = index.expand(*per_distance.shape[:-1], length_k)  # (B, H, Lq, Lk), a view: no copy
+    scores = per_distance.gather(-1, index)  # (B, H, Lq, Lk): the relative term
+    # In place from here: two score-sized tensors alive at once, not four.
+    scores += q @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
+    return scores.mul_(scale)  # (B, H, Lq, Lk)
     ### END SOLUTION
 
 
@@ -337,14 +338,16 @@ def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=3
     """
     ### BEGIN SOLUTION
     device = bias_table.device
+    # j - i takes only Lq + Lk - 1 values: bucket each once (the logs are the costly part), not Lq * Lk times.
+    offsets = torch.arange(-(length_q - 1), length_k, device=device)  # (Lq + Lk - 1,): -(Lq-1) .. Lk-1
+    buckets = t5_relative_position_bucket(
+        offsets, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance
+    )  # (Lq + Lk - 1,)
+    per_offset = bias_table[buckets].transpose(0, 1)  # (H, Lq + Lk - 1)
     query = torch.arange(length_q, device=device)  # (Lq,)
     key = torch.arange(length_k, device=device)  # (Lk,)
-    relative_position = key[None, :] - query[:, None]  # (Lq, Lk): j - i
-    buckets = t5_relative_position_bucket(
-        relative_position, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance
-    )  # (Lq, Lk)
-    per_head = bias_table[buckets]  # (Lq, Lk, H)
-    return per_head.permute(2, 0, 1).unsqueeze(0)  # (1, H, Lq, Lk)
+    where = key[None, :] - query[:, None] + (length_q - 1)  # (Lq, Lk): where j - i sits in offsets
+    return per_offset[:, where].unsqueeze(0)  # (1, H, Lq, Lk)
     ### END SOLUTION
 
 
@@ -372,5 +375,6 @@ def biased_scores(q, k, bias, *, scale=None):
     ### BEGIN SOLUTION
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    return scale * (q @ k.transpose(-2, -1)) + bias  # (B, H, Lq, Lk)
+    scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
+    return scores.mul_(scale).add_(bias)  # in place: one score-sized tensor
     ### END SOLUTION
