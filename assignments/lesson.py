@@ -523,8 +523,9 @@ plt.show()
 #
 # * **Time.** The median ratio of your time to the reference's, over interleaved runs: {timing_bands},
 #   none beyond.
-# * **Memory.** One call may use at most {rubric:TIMING_MEMORY_FACTOR} times the extra memory of the
-#   reference: enough for a `(Lq, Lk, dh)` tensor at the CPU sizes, not for `(B, H, Lq, Lk, dh)`.
+# * **Memory.** One call may need at most as much memory as {rubric:TIMING_MEMORY_SCORES} tensors of
+#   scores `(B, H, Lq, Lk)` beyond its inputs: enough for a `(Lq, Lk, dh)` tensor at the CPU sizes, far
+#   from enough for `(B, H, Lq, Lk, dh)`.
 # * **No loops.** A `for` or `while` loop or a comprehension over positions gets no points,
 #   whatever its time. The checks below look for loops in your functions' source.
 

@@ -117,6 +117,12 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
     return graded
 
 
+def torch_itemsize(dtype_name):
+    import torch
+
+    return torch.empty((), dtype=getattr(torch, dtype_name)).element_size()
+
+
 def _timing_result(test, fraction, lines):
     return TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(lines))
 
@@ -131,6 +137,7 @@ class Grader:
         self.timing_mode = timing_mode
         self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
                                                    self.limits.memory_bytes)
+        self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
         weakref.finalize(self, self.references.close)
 
     def close(self):
@@ -148,7 +155,8 @@ class Grader:
         except OSError as error:
             return _all_failed(name, path, f"Could not read the submission: {error.strerror or error}")
         try:
-            outcome = run_submission(submission, self.plan, rubric.TASK_NAMES, self.limits)
+            with self.machine.shared():
+                outcome = run_submission(submission, self.plan, rubric.TASK_NAMES, self.limits)
         except Exception as error:  # a fault of the grader's, not the student's: keep the row, say so
             return _all_failed(submission.name, path, f"The grader failed on this submission ({error!r}); "
                                "please report it.", [traceback.format_exc(limit=3)])
@@ -213,7 +221,7 @@ class Grader:
                                                                                      "head_dim")}}
             where = timing._describe(spec)
             try:
-                measured = timing.measure(student, self.references.get(), spec)
+                measured = timing.measure(student, self.references.get(), spec, self.machine)
             except timing.ChildFailed as error:
                 lines.append(f"Time ({where}): not measured: {error}.")
                 return 0.0, f"No points: {error}."
@@ -222,17 +230,19 @@ class Grader:
             lines.append(f"Time ({where}): {measured.ratio:.2f}x the reference ({measured.student_ms:.2f} ms against "
                          f"{measured.reference_ms:.2f} ms, median of {measured.pairs} interleaved pairs): "
                          f"{timing.share_words(fraction)} ({bands}).")
-            if measured.memory_ratio is not None:
-                over = measured.memory_ratio > rubric.TIMING_MEMORY_FACTOR
-                lines.append(f"Memory: one call needs {measured.student_mib:.0f} MiB beyond its inputs, "
-                             f"{measured.memory_ratio:.1f}x the reference's {measured.reference_mib:.0f} MiB"
-                             + (f": over the limit of {rubric.TIMING_MEMORY_FACTOR:g}x, so no timing points. Look "
-                                "for a tensor of shape (..., Lq, Lk, dh): it is Lq * Lk * dh numbers."
-                                if over else f" (the limit is {rubric.TIMING_MEMORY_FACTOR:g}x)."))
+            if measured.student_bytes is not None:
+                score_bytes = spec["batch"] * spec["heads"] * spec["length"] ** 2 * torch_itemsize(dtype)
+                limit = rubric.TIMING_MEMORY_SCORES * score_bytes
+                over = measured.student_bytes > limit
+                lines.append(f"Memory: one call needs {measured.student_bytes / 2**20:.0f} MiB beyond its inputs "
+                             f"({measured.student_bytes / score_bytes:.1f} score-sized tensors); the limit is "
+                             f"{rubric.TIMING_MEMORY_SCORES} ({limit / 2**20:.0f} MiB)"
+                             + (". Over it: no timing points. Look for a tensor of shape (..., Lq, Lk, dh): it holds "
+                                "dh numbers for every score." if over else "."))
                 if over:
                     fraction = 0.0
-                    summaries.append(f"memory {measured.memory_ratio:.1f}x the reference's, over the "
-                                     f"{rubric.TIMING_MEMORY_FACTOR:g}x limit ({dtype})")
+                    summaries.append(f"memory {measured.student_bytes / score_bytes:.0f} score-sized tensors, over "
+                                     f"the limit of {rubric.TIMING_MEMORY_SCORES} ({dtype})")
             summaries.append(f"{measured.ratio:.2f}x the reference's time ({device}, {dtype})")
             fractions.append(fraction)
         fraction = min(fractions)

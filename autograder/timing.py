@@ -63,10 +63,7 @@ class ServeChild:
         self._replies, reply_write = os.pipe()
         environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.workdir, "TMPDIR": self.workdir,
                        "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                       "PYTHONDONTWRITEBYTECODE": "1",
-                       # Large tensors get their own mapping and go back to the system when freed, so the
-                       # high-water mark of each call starts from what is really live.
-                       "MALLOC_MMAP_THRESHOLD_": "65536"}
+                       "PYTHONDONTWRITEBYTECODE": "1"}
         for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
             if name in os.environ:
                 environment[name] = os.environ[name]
@@ -113,7 +110,7 @@ class ServeChild:
         return f"its process ended (exit status {code})" + (f"; its last output: {tail}" if tail else "")
 
     def reset_memory_peak(self):
-        """Start a new high-water mark at the current resident set; returns that baseline in bytes (CPU)."""
+        """Restart the kernel's high-water mark of the child's resident memory; returns the resident bytes now."""
         try:
             Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
             return _proc_status(self.process.pid, "VmRSS")
@@ -153,9 +150,8 @@ class Measurement:
     student_ms: float
     reference_ms: float
     pairs: int
-    memory_ratio: float = None  # extra peak memory, student over reference
-    student_mib: float = None
-    reference_mib: float = None
+    student_bytes: int = None  # peak memory of one call beyond its inputs
+    reference_bytes: int = None
 
 
 def _error_text(reply):
@@ -164,18 +160,80 @@ def _error_text(reply):
     return f"{error['type']}: {error['message']}{where}"
 
 
-def measure(student, reference, spec):
-    """Time the spec's path in the two children, interleaved; raises ChildFailed with the student's problem."""
-    for child, whose in ((student, "yours"), (reference, "the reference")):
-        reply, _ = child.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
+class ReadersWriter:
+    """Correctness runs share the machine; a timing run has it to itself, so its figures are not other work's."""
+
+    def __init__(self):
+        self._condition = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._waiting_writers = 0
+
+    def shared(self):
+        return _Hold(self, exclusive=False)
+
+    def exclusive(self):
+        return _Hold(self, exclusive=True)
+
+
+class _Hold:
+    def __init__(self, lock, exclusive):
+        self.lock, self.exclusive = lock, exclusive
+
+    def __enter__(self):
+        lock = self.lock
+        with lock._condition:
+            if self.exclusive:
+                lock._waiting_writers += 1
+                lock._condition.wait_for(lambda: not lock._writing and lock._readers == 0)
+                lock._waiting_writers -= 1
+                lock._writing = True
+            else:
+                lock._condition.wait_for(lambda: not lock._writing and lock._waiting_writers == 0)
+                lock._readers += 1
+
+    def __exit__(self, *exc):
+        lock = self.lock
+        with lock._condition:
+            if self.exclusive:
+                lock._writing = False
+            else:
+                lock._readers -= 1
+            lock._condition.notify_all()
+
+
+def measure(student, reference, spec, machine=None):
+    """Time the spec's path in the two children, interleaved; raises ChildFailed with the student's problem.
+
+    ``machine`` (a ReadersWriter) is held exclusively while anything is measured.
+    """
+    for child in (student, reference):  # start-up and inputs: no measurement yet, so no need for the machine
+        reply, _ = child.request({"command": "setup", "spec": {**spec, "warmup": 0}}, SETUP_SECONDS)
         if "error" in reply:
             if child is reference:
                 raise RuntimeError(f"the reference failed on the timing inputs: {_error_text(reply)}")
             raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
+    with machine.exclusive() if machine is not None else _nothing():
+        return _measure(student, reference, spec)
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return None
+
+
+def _measure(student, reference, spec):
     extra = {}
-    for child in (student, reference):  # one call each, alone, for its peak memory
-        reply, _ = child.request({"command": "reset_peak"}, SETUP_SECONDS)
-        baseline = child.reset_memory_peak()
+    # One call of each, alone, for its peak memory. On the CPU: how far the child's resident memory rises
+    # above what it was just before (the kernel's high-water mark, VmHWM, restarted through clear_refs),
+    # with every large tensor in a fresh mapping for that call, so none reuses memory freed earlier.
+    # On CUDA: the allocator's peak above what was allocated before the call.
+    for child in (student, reference):
+        reply, _ = child.request({"command": "reset_peak", "fresh_mappings": True}, SETUP_SECONDS)
+        before = child.reset_memory_peak()
         reply_run, _ = child.request({"command": "run", "nonce": 0}, rubric.TIMING_CALL_SECONDS)
         if "error" in reply_run:
             raise ChildFailed(f"it raised {_error_text(reply_run)} on the timing inputs ({_describe(spec)})")
@@ -185,7 +243,13 @@ def measure(student, reference, spec):
             extra[child] = None if peak is None or base is None else peak - base
         else:
             peak = child.memory_peak()
-            extra[child] = None if peak is None or baseline is None else peak - baseline
+            extra[child] = None if peak is None or before is None else max(peak - before, 0)
+        child.request({"command": "reset_peak", "fresh_mappings": False}, SETUP_SECONDS)
+    for _ in range(spec["warmup"]):
+        for child in (student, reference):
+            reply, _ = child.request({"command": "run", "nonce": 0}, rubric.TIMING_CALL_SECONDS)
+            if "error" in reply:
+                raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
     rng = random.SystemRandom()
     ratios, student_times, reference_times = [], [], []
     for pair in range(rubric.TIMING_REPEATS):
@@ -207,10 +271,8 @@ def measure(student, reference, spec):
     _check_sample(student, reference, spec, rng)
     measurement = Measurement(statistics.median(ratios), 1000 * statistics.median(student_times),
                               1000 * statistics.median(reference_times), len(ratios))
-    if extra.get(student) is not None and extra.get(reference):
-        floor = 1024**2  # below a MiB the ratio is allocator noise
-        measurement.memory_ratio = max(extra[student], floor) / max(extra[reference], floor)
-        measurement.student_mib, measurement.reference_mib = extra[student] / 1024**2, extra[reference] / 1024**2
+    if extra.get(student) is not None and extra.get(reference) is not None:
+        measurement.student_bytes, measurement.reference_bytes = extra[student], extra[reference]
     return measurement
 
 
