@@ -1,54 +1,43 @@
-"""Shaw et al. relative-key scores: the gather path against the materialised path.
+"""The score path, side by side: the reference against the naive, looping and Hugging Face ways.
 
 What is measured
 ----------------
-Two ways to compute the same (B, H, L, L) attention scores with Shaw et al.'s
-clipped relative keys (``k`` = max relative position, ``index`` = the (L, L)
-table of ``clipped_relative_positions``):
+Two computations of (B, H, L, L) attention scores with relative positions, each
+in several ways, all checked to agree with the reference before anything is timed:
 
-* ``reference``: ``solutions.positional_encodings.shaw_scores``. It computes
-  ``q @ rel_k.T`` once, (B, H, L, 2k+1), and gathers entry ``index[i, j]``;
-  its extra memory is O(L * (2k+1)) on top of the score-sized tensors.
-* ``naive``: ``rel = rel_k[index]``, a (L, L, dh) tensor of relative keys,
-  then ``scale * (q @ k^T + einsum('bhqd,qkd->bhqk', q, rel))``. The ``rel``
-  tensor alone is L * L * dh * 4 bytes (1 GiB for L = 2048, dh = 64).
+Shaw et al. (relative keys, clipping distance k):
+* ``reference``: ``solutions.positional_encodings.shaw_scores``: ``q @ rel_k.T``
+  per distance, (B, H, L, 2k+1), then a gather; in place from there.
+* ``naive``: the (L, L, dh) relative keys ``rel_k[index]`` built, then einsum.
+* ``loop``: a Python loop over query positions, each row vectorized.
+* ``hf``: Hugging Face's relative-key score term (Wav2Vec2-BERT's
+  ``_apply_relative_key_position_encoding``, BERT's ``relative_key`` scheme with
+  the clipping of Shaw et al.; classic BERT dropped it in transformers 5),
+  its distance table set to ``rel_k``, plus the scaled ``q @ k^T``.
 
-Both paths are checked to agree (``torch.allclose``) before anything is timed.
+T5 (a learned bias per distance bucket and head, scale 1 as in T5):
+* ``reference``: ``biased_scores(q, k, t5_bias(L, L, table), scale=1.0)``; the
+  buckets are computed once per distance j - i (2L - 1 of them), not per pair.
+* ``loop``: the bias built row by row in a Python loop over query positions.
+* ``hf``: ``T5Attention.compute_bias(L, L)`` (buckets per pair) plus ``q @ k^T``.
 
-* time: the median wall time of one call over ``--repeats`` repetitions, after
-  ``--warmup`` calls. Repetitions of the two paths are interleaved (the order
-  alternates every repetition), so machine noise hits both alike. CPU: wall
-  clock (``time.perf_counter``) with ``--threads`` torch threads (default 1).
-  CUDA: CUDA events, synchronised.
+* time: the median wall time of one call over ``--repeats`` repetitions after
+  ``--warmup`` calls, the paths interleaved (the order turns every repetition),
+  under ``torch.no_grad()``. CPU: ``time.perf_counter`` with ``--threads``
+  torch threads (default 1). CUDA: CUDA events around the call, synchronised.
 * peak memory: how far memory rises above what was live just before the call,
-  the returned scores included. CPU: one FRESH subprocess per (path, L)
-  (this script re-invoked with ``--measure-memory PATH L``; ``--memory-jobs``
-  of them at once, all before any timing starts). It allocates the
-  inputs, makes a tiny warm-up call of the same path, and then resets the
-  kernel's resident-set high-water mark (``echo 5 > /proc/self/clear_refs``)
-  and reads ``VmHWM`` from ``/proc/self/status`` after the call; the figure is
-  VmHWM minus the resident set at the reset. Why not ``ru_maxrss``: a child
-  started by ``subprocess`` inherits its parent's ``ru_maxrss`` (exec records
-  the old address space's peak), so the child's peak can read as zero growth;
-  VmHWM after a reset does not have this problem. The child also runs with
-  ``MALLOC_MMAP_THRESHOLD_=65536`` so every large tensor is a fresh mmap and
-  never reuses heap memory freed before the baseline (which would undercount).
-  Where ``/proc/self/clear_refs`` is not available, it falls back to the
-  ``ru_maxrss`` increase (less reliable, see above; the table says which).
-  CUDA: ``torch.cuda.max_memory_allocated`` minus ``memory_allocated`` before
-  the call, in-process.
-
-How to read the table
----------------------
-One row per L. ``naive/ref`` > 1 means the materialised path is slower (time)
-or needs more memory (peak) than the reference. ``out`` is the size of one
-(B, H, L, L) float32 score tensor, for context: the reference's peak is a few
-of these (content, relative, their sum and the scaled result are all alive at
-once), while the naive peak adds the L * L * dh relative-key tensor on top.
+  the returned scores included. CPU: one fresh process per (path, L) (this
+  script again, ``--measure-memory``), which resets the kernel's resident
+  high-water mark (``/proc/self/clear_refs``) and reads ``VmHWM`` after the
+  call, with ``MALLOC_MMAP_THRESHOLD_=65536`` so each large tensor is a fresh
+  mapping. CUDA: ``torch.cuda.max_memory_allocated`` above the memory allocated
+  before the call.
+* floor (CUDA only): the (B, H, L, L) float32 output written once, at the
+  device's copy bandwidth measured in the same run (a 1 GiB clone): no score
+  path can be faster than that.
 
 Run from anywhere: ``python benchmarks/score_path.py`` (``--help`` for the
-flags; ``--quick`` for tiny sizes, used by smoke tests: a few seconds, most of
-it spent importing torch in this process and in the memory subprocesses).
+flags; ``--quick`` for tiny sizes, used by a smoke test).
 """
 
 import argparse
@@ -56,13 +45,13 @@ import gc
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
@@ -70,245 +59,310 @@ if str(REPO_ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
-from solutions.positional_encodings import clipped_relative_positions, shaw_scores  # noqa: E402
+from solutions.positional_encodings import (  # noqa: E402
+    biased_scores, clipped_relative_positions, shaw_scores, t5_bias, t5_relative_position_bucket)
 
-DEFAULTS = dict(lengths=[256, 1024, 2048], batch=1, heads=8, head_dim=64, max_rel=16, repeats=5, warmup=1)
-QUICK = dict(lengths=[64], batch=1, heads=2, head_dim=16, max_rel=4, repeats=3, warmup=1)
+DEFAULTS = dict(lengths=[256, 1024, 2048], batch=1, heads=8, head_dim=64, max_rel=16, repeats=5, warmup=1,
+                loop_max_length=1024)
+QUICK = dict(lengths=[64], batch=1, heads=2, head_dim=16, max_rel=4, repeats=3, warmup=1, loop_max_length=64)
+NUM_BUCKETS = 32
 MIB = 1024.0 * 1024.0
 
 
-def naive_scores(q, k, rel_k, max_relative_position, *, scale=None):
-    """The materialised path: build the (Lq, Lk, dh) relative keys, then einsum."""
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
-    index = clipped_relative_positions(q.shape[-2], k.shape[-2], max_relative_position, device=q.device)
-    rel = rel_k.to(q.dtype)[index]  # (Lq, Lk, dh)
-    return scale * (q @ k.transpose(-2, -1) + torch.einsum("bhqd,qkd->bhqk", q, rel))
-
-
-PATHS = {"reference": shaw_scores, "naive": naive_scores}
-
-
 def make_inputs(batch, heads, length, head_dim, max_rel, device, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(batch, heads, length, head_dim, generator=gen)
-    k = torch.randn(batch, heads, length, head_dim, generator=gen)
-    rel_k = torch.randn(2 * max_rel + 1, head_dim, generator=gen)
-    return q.to(device), k.to(device), rel_k.to(device)
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, heads, length, head_dim, generator=generator)
+    k = torch.randn(batch, heads, length, head_dim, generator=generator)
+    rel_k = torch.randn(2 * max_rel + 1, head_dim, generator=generator)
+    table = torch.randn(NUM_BUCKETS, heads, generator=generator)
+    return SimpleNamespace(q=q.to(device), k=k.to(device), rel_k=rel_k.to(device), table=table.to(device),
+                           max_rel=max_rel)
 
 
-# --------------------------------------------------------------------------- memory (CPU)
+# --------------------------------------------------------------------------- the paths
+
+
+def shaw_reference(x):
+    return shaw_scores(x.q, x.k, x.rel_k, x.max_rel)
+
+
+def shaw_naive(x):
+    scale = 1.0 / math.sqrt(x.q.shape[-1])
+    index = clipped_relative_positions(x.q.shape[-2], x.k.shape[-2], x.max_rel, device=x.q.device)
+    relative_keys = x.rel_k[index]  # (L, L, dh)
+    return scale * (x.q @ x.k.transpose(-2, -1) + torch.einsum("bhqd,qkd->bhqk", x.q, relative_keys))
+
+
+def shaw_loop(x):
+    scale = 1.0 / math.sqrt(x.q.shape[-1])
+    index = clipped_relative_positions(x.q.shape[-2], x.k.shape[-2], x.max_rel, device=x.q.device)
+    rows = [(x.q[..., i:i + 1, :] @ (x.k + x.rel_k[index[i]]).transpose(-2, -1))[..., 0, :]
+            for i in range(x.q.shape[-2])]
+    return scale * torch.stack(rows, dim=-2)
+
+
+def _hf_relative_key():
+    from transformers.models.wav2vec2_bert.modeling_wav2vec2_bert import _apply_relative_key_position_encoding
+
+    def path(x):
+        head_dim = x.q.shape[-1]
+        if getattr(x, "hf_module", None) is None:
+            embedding = torch.nn.Embedding(2 * x.max_rel + 1, head_dim).to(x.q.device)
+            embedding.weight.data.copy_(x.rel_k)
+            x.hf_module = SimpleNamespace(left_max_position_embeddings=x.max_rel, scaling=head_dim ** -0.5,
+                                          right_max_position_embeddings=x.max_rel, distance_embedding=embedding)
+        module = x.hf_module
+        _, relative = _apply_relative_key_position_encoding(module, x.q, x.k)  # (B, H, L, L), scaled
+        return (x.q @ x.k.transpose(-2, -1)) * module.scaling + relative
+
+    return path
+
+
+def t5_reference(x):
+    length = x.q.shape[-2]
+    return biased_scores(x.q, x.k, t5_bias(length, length, x.table), scale=1.0)
+
+
+def t5_loop(x):
+    length = x.q.shape[-2]
+    positions = torch.arange(length, device=x.q.device)
+    rows = [x.table[t5_relative_position_bucket(positions - i)].transpose(0, 1) for i in range(length)]  # (H, L)
+    return x.q @ x.k.transpose(-2, -1) + torch.stack(rows, dim=1).unsqueeze(0)
+
+
+def _hf_t5():
+    from transformers import T5Config
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    def path(x):
+        heads, head_dim = x.q.shape[1], x.q.shape[-1]
+        if getattr(x, "hf_t5", None) is None:
+            config = T5Config(d_model=heads * head_dim, d_kv=head_dim, num_heads=heads, dropout_rate=0.0,
+                              relative_attention_num_buckets=NUM_BUCKETS, relative_attention_max_distance=128)
+            attention = T5Attention(config, has_relative_attention_bias=True).to(x.q.device)
+            attention.relative_attention_bias.weight.data.copy_(x.table)
+            x.hf_t5 = attention
+        length = x.q.shape[-2]
+        return x.q @ x.k.transpose(-2, -1) + x.hf_t5.compute_bias(length, length, device=x.q.device)
+
+    return path
+
+
+def paths_of(group, hugging_face=True):
+    """{name: function} for one group; a Hugging Face path only where transformers has it."""
+    paths = ({"reference": shaw_reference, "naive": shaw_naive, "loop": shaw_loop} if group == "shaw"
+             else {"reference": t5_reference, "loop": t5_loop})
+    if hugging_face:
+        try:
+            paths["hf"] = _hf_relative_key() if group == "shaw" else _hf_t5()
+        except ImportError:
+            print(f"({group}: transformers is not installed, so there is no Hugging Face column)", file=sys.stderr)
+    return paths
+
+
+GROUPS = ("shaw", "t5")
+
+
+# --------------------------------------------------------------------------- memory
 
 
 def _proc_status_kib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
+    with open("/proc/self/status") as handle:
+        for line in handle:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise KeyError(field)
 
 
-def _reset_hwm():
-    """Reset VmHWM to the current RSS; False where the kernel does not allow it."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        # Did it take? Right after a reset the high-water mark is the current RSS.
-        return _proc_status_kib("VmHWM") <= _proc_status_kib("VmRSS") + 1024
-    except (OSError, KeyError):
-        return False
-
-
-def _maxrss_bytes():
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss if sys.platform == "darwin" else rss * 1024  # bytes on macOS, KiB on Linux
-
-
 def measure_memory_child(args):
-    """Run inside a fresh process: peak bytes above baseline for one (path, L)."""
+    """In a fresh process: peak bytes above the baseline for one (group, path, L), as JSON on stdout."""
     torch.set_num_threads(args.threads)
-    fn = PATHS[args.measure_memory[0]]
-    length = int(args.measure_memory[1])
-    q, k, rel_k = make_inputs(args.batch, args.heads, length, args.head_dim, args.max_rel, "cpu")
-    small = make_inputs(args.batch, args.heads, min(length, 16), args.head_dim, args.max_rel, "cpu")
-    out = fn(*small, args.max_rel)  # warm-up: load kernels, start threads
-    del out, small
-    gc.collect()
-    if _reset_hwm():
-        method = "VmHWM"
+    group, name, length = args.measure_memory[0], args.measure_memory[1], int(args.measure_memory[2])
+    function = paths_of(group, hugging_face=name == "hf")[name]
+    with torch.no_grad():
+        small = make_inputs(args.batch, args.heads, min(length, 16), args.head_dim, args.max_rel, "cpu")
+        function(small)  # warm-up: load kernels, build any module
+        x = make_inputs(args.batch, args.heads, length, args.head_dim, args.max_rel, "cpu")
+        for attribute in ("hf_module", "hf_t5"):
+            if hasattr(small, attribute):
+                setattr(x, attribute, None)
+        if name == "hf":
+            function(make_inputs(args.batch, args.heads, 2, args.head_dim, args.max_rel, "cpu"))
+        del small
+        gc.collect()
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
         base = _proc_status_kib("VmRSS") * 1024
-        out = fn(q, k, rel_k, args.max_rel)
+        out = function(x)
         peak = _proc_status_kib("VmHWM") * 1024
-    else:
-        method = "ru_maxrss"
-        base = _maxrss_bytes()
-        out = fn(q, k, rel_k, args.max_rel)
-        peak = _maxrss_bytes()
     del out
-    print(json.dumps({"peak_bytes": max(peak - base, 0), "method": method}))
+    print(json.dumps({"peak_bytes": max(peak - base, 0)}))
 
 
-def measure_memory_cpu(path, length, args):
-    cmd = [
-        sys.executable, str(Path(__file__).resolve()), "--measure-memory", path, str(length),
-        "--batch", str(args.batch), "--heads", str(args.heads), "--head-dim", str(args.head_dim),
-        "--max-rel", str(args.max_rel), "--threads", str(args.threads),
-    ]  # fmt: skip
-    env = dict(os.environ)
-    env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"memory child for {path} L={length} failed:\n{proc.stderr[-2000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result["peak_bytes"], result["method"]
+def measure_memory_cpu(group, name, length, args):
+    command = [sys.executable, str(Path(__file__).resolve()), "--measure-memory", group, name, str(length),
+               "--batch", str(args.batch), "--heads", str(args.heads), "--head-dim", str(args.head_dim),
+               "--max-rel", str(args.max_rel), "--threads", str(args.threads)]
+    environment = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+    process = subprocess.run(command, capture_output=True, text=True, env=environment)
+    if process.returncode != 0:
+        raise RuntimeError(f"memory child for {group}/{name} L={length} failed:\n{process.stderr[-2000:]}")
+    return json.loads(process.stdout.strip().splitlines()[-1])["peak_bytes"]
 
 
-def measure_memory_cuda(fn, inputs, max_rel):
+def measure_memory_cuda(function, x):
     torch.cuda.synchronize()
     gc.collect()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
-    out = fn(*inputs, max_rel)
+    with torch.no_grad():
+        out = function(x)
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated() - base
     del out
     return peak
 
 
-# --------------------------------------------------------------------------- timing
+# --------------------------------------------------------------------------- time
 
 
-def time_once(fn, inputs, max_rel, device):
-    if device == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        out = fn(*inputs, max_rel)
-        end.record()
-        torch.cuda.synchronize()
-        seconds = start.elapsed_time(end) / 1000.0
-    else:
-        t0 = time.perf_counter()
-        out = fn(*inputs, max_rel)
-        seconds = time.perf_counter() - t0
+def time_once(function, x, device):
+    with torch.no_grad():
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            out = function(x)
+            end.record()
+            torch.cuda.synchronize()
+            seconds = start.elapsed_time(end) / 1000.0
+        else:
+            started = time.perf_counter()
+            out = function(x)
+            seconds = time.perf_counter() - started
     del out
     return seconds
 
 
-def time_interleaved(inputs, max_rel, device, warmup, repeats):
-    names = list(PATHS)
+def time_interleaved(paths, x, device, warmup, repeats):
+    names = list(paths)
     for _ in range(warmup):
         for name in names:
-            time_once(PATHS[name], inputs, max_rel, device)
+            time_once(paths[name], x, device)
     times = {name: [] for name in names}
-    for rep in range(repeats):
-        for name in names if rep % 2 == 0 else names[::-1]:
-            times[name].append(time_once(PATHS[name], inputs, max_rel, device))
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    for repeat in range(repeats):
+        for name in names if repeat % 2 == 0 else names[::-1]:
+            times[name].append(time_once(paths[name], x, device))
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-def check_agree(inputs, max_rel):
-    ref = shaw_scores(*inputs, max_rel)
-    naive = naive_scores(*inputs, max_rel)
-    if not torch.allclose(ref, naive, rtol=1e-4, atol=1e-4):
-        err = (ref - naive).abs().max().item()
-        raise AssertionError(f"reference and naive scores disagree (max abs diff {err:.3g})")
+def check_agree(paths, x, group):
+    with torch.no_grad():
+        reference = paths["reference"](x)
+        for name, function in paths.items():
+            got = function(x)
+            if not torch.allclose(got, reference, rtol=1e-4, atol=1e-3):
+                error = (got - reference).abs().max().item()
+                raise AssertionError(f"{group}: {name} disagrees with the reference (max abs diff {error:.3g})")
+
+
+def copy_bandwidth():
+    """Bytes per second of a device-to-device copy of 1 GiB (read + write), the best of 5."""
+    source = torch.empty(256 * 1024 * 1024, dtype=torch.float32, device="cuda")
+    best = float("inf")
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        source.clone()
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) / 1000.0)
+    return 2 * source.numel() * 4 / best
 
 
 # --------------------------------------------------------------------------- driver
 
 
-def run_device(device, args):
-    cpu_mem = {}
+def run(device, group, args):
+    paths = paths_of(group)
+    memory = {}
     if device == "cpu":
-        # All CPU memory children first, before any timing (they would steal CPU
-        # from it); --memory-jobs of them at a time, each its own fresh process.
-        tasks = [(name, length) for length in args.lengths for name in PATHS]
+        jobs = [(name, length) for length in args.lengths for name in paths
+                if not (name == "loop" and length > args.loop_max_length)]
         with ThreadPoolExecutor(max_workers=max(1, args.memory_jobs)) as pool:
-            results = pool.map(lambda t: measure_memory_cpu(t[0], t[1], args), tasks)
-            cpu_mem = dict(zip(tasks, results))
+            memory = dict(zip(jobs, pool.map(lambda job: measure_memory_cpu(group, job[0], job[1], args), jobs)))
+    bandwidth = copy_bandwidth() if device == "cuda" else None
     rows = []
     for length in args.lengths:
-        mem = {}
-        method = "max_memory_allocated"
-        if device == "cpu":
-            for name in PATHS:
-                mem[name], method = cpu_mem[(name, length)]
-        inputs = make_inputs(args.batch, args.heads, length, args.head_dim, args.max_rel, device)
-        check_agree(inputs, args.max_rel)
+        here = {name: function for name, function in paths.items()
+                if not (name == "loop" and length > args.loop_max_length)}
+        x = make_inputs(args.batch, args.heads, length, args.head_dim, args.max_rel, device)
+        check_agree(here, x, group)
         if device == "cuda":
-            for name in PATHS:
-                mem[name] = measure_memory_cuda(PATHS[name], inputs, args.max_rel)
-        med = time_interleaved(inputs, args.max_rel, device, args.warmup, args.repeats)
-        del inputs
+            memory.update({(name, length): measure_memory_cuda(function, x) for name, function in here.items()})
+        times = time_interleaved(here, x, device, args.warmup, args.repeats)
+        out_bytes = args.batch * args.heads * length * length * 4
+        rows.append(dict(length=length, times=times, memory={name: memory[(name, length)] for name in here},
+                         out_bytes=out_bytes, floor=out_bytes / bandwidth if bandwidth else None))
+        del x
         gc.collect()
-        rows.append(
-            dict(
-                device=device,
-                length=length,
-                time_ref=med["reference"],
-                time_naive=med["naive"],
-                mem_ref=mem["reference"],
-                mem_naive=mem["naive"],
-                out_bytes=args.batch * args.heads * length * length * 4,
-                mem_method=method,
-            )
-        )
-    return rows
+    return list(paths), rows
 
 
-def _ratio(a, b):
-    return f"{a / b:.2f}x" if b > 0 else "n/a"
-
-
-def print_table(rows, args, device):
-    threads = f"threads={args.threads}" if device == "cpu" else "CUDA events"
-    print(
-        f"Shaw scores, reference (gather) vs naive (materialised (L, L, dh)) | device={device} {threads} | "
-        f"B={args.batch} H={args.heads} dh={args.head_dim} k={args.max_rel} | "
-        f"median of {args.repeats} interleaved reps after {args.warmup} warm-up | "
-        f"peak memory: {rows[0]['mem_method']} | torch {torch.__version__}"
-    )
-    header = (
-        f"{'L':>6} | {'ref ms':>9} {'naive ms':>9} {'naive/ref':>9} | "
-        f"{'ref MiB':>9} {'naive MiB':>9} {'naive/ref':>9} | {'out MiB':>8}"
-    )
+def print_table(device, group, names, rows, args):
+    clock = f"threads={args.threads}" if device == "cpu" else "CUDA events"
+    title = {"shaw": "Shaw relative-key scores", "t5": "T5 relative-bias scores"}[group]
+    print(f"\n{title} | device={device} ({clock}) | B={args.batch} H={args.heads} dh={args.head_dim} "
+          f"k={args.max_rel} | median of {args.repeats} interleaved reps after {args.warmup} warm-up | "
+          f"torch {torch.__version__}")
+    others = [name for name in names if name != "reference"]
+    header = (f"{'L':>6} | {'ref ms':>8} " + " ".join(f"{name + ' ms':>10} {'x ref':>7}" for name in others)
+              + (f" {'floor ms':>9}" if device == "cuda" else "")
+              + f" | {'ref MiB':>8} " + " ".join(f"{name + ' MiB':>10} {'x ref':>7}" for name in others))
     print(header)
     print("-" * len(header))
-    for r in rows:
-        print(
-            f"{r['length']:>6} | {r['time_ref'] * 1e3:>9.2f} {r['time_naive'] * 1e3:>9.2f} "
-            f"{_ratio(r['time_naive'], r['time_ref']):>9} | "
-            f"{r['mem_ref'] / MIB:>9.2f} {r['mem_naive'] / MIB:>9.2f} "
-            f"{_ratio(r['mem_naive'], r['mem_ref']):>9} | {r['out_bytes'] / MIB:>8.2f}"
-        )
-    print("out MiB: one (B, H, L, L) float32 score tensor. Peak: rise above the live baseline, output included.")
+    for row in rows:
+        times, memory = row["times"], row["memory"]
+        cells = [f"{row['length']:>6} | {times['reference'] * 1e3:>8.2f}"]
+        for name in others:
+            cells.append(f"{times[name] * 1e3:>10.2f} {times[name] / times['reference']:>6.2f}x" if name in times
+                         else f"{'-':>10} {'-':>7}")
+        if device == "cuda":
+            cells.append(f"{row['floor'] * 1e3:>9.3f}")
+        cells.append(f"| {memory['reference'] / MIB:>8.1f}")
+        for name in others:
+            cells.append(f"{memory[name] / MIB:>10.1f} {memory[name] / max(memory['reference'], 65536):>6.2f}x"
+                         if name in memory else f"{'-':>10} {'-':>7}")
+        print(" ".join(cells))
+    print(f"x ref > 1: slower or larger than the reference. '-': not run (the loop only up to L = "
+          f"{args.loop_max_length}). One (B, H, L, L) float32 output is {rows[-1]['out_bytes'] / MIB:.0f} MiB "
+          f"at L = {rows[-1]['length']}.")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--lengths", type=int, nargs="+", help=f"sequence lengths L (default {DEFAULTS['lengths']})")
-    p.add_argument("--batch", type=int, help=f"B (default {DEFAULTS['batch']})")
-    p.add_argument("--heads", type=int, help=f"H (default {DEFAULTS['heads']})")
-    p.add_argument("--head-dim", type=int, help=f"dh (default {DEFAULTS['head_dim']})")
-    p.add_argument("--max-rel", type=int, help=f"k, max relative position (default {DEFAULTS['max_rel']})")
-    p.add_argument("--repeats", type=int, help=f"timed repetitions per path (default {DEFAULTS['repeats']})")
-    p.add_argument("--warmup", type=int, help=f"untimed calls per path first (default {DEFAULTS['warmup']})")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
-    p.add_argument("--memory-jobs", type=int, default=2,
-                   help="CPU memory-measuring subprocesses run at once (default 2)")  # fmt: skip
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                   help="auto: the CPU, plus CUDA when available (default)")  # fmt: skip
-    p.add_argument("--quick", action="store_true", help=f"tiny sizes for a smoke test: {QUICK}")
-    p.add_argument("--measure-memory", nargs=2, metavar=("PATH", "L"), help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
-    base = QUICK if args.quick else DEFAULTS
-    for key, value in base.items():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lengths", type=int, nargs="+", help=f"sequence lengths L (default {DEFAULTS['lengths']})")
+    parser.add_argument("--batch", type=int, help=f"B (default {DEFAULTS['batch']})")
+    parser.add_argument("--heads", type=int, help=f"H (default {DEFAULTS['heads']})")
+    parser.add_argument("--head-dim", type=int, help=f"dh (default {DEFAULTS['head_dim']})")
+    parser.add_argument("--max-rel", type=int, help=f"Shaw's k (default {DEFAULTS['max_rel']})")
+    parser.add_argument("--repeats", type=int, help=f"timed repetitions per path (default {DEFAULTS['repeats']})")
+    parser.add_argument("--warmup", type=int, help=f"untimed calls per path first (default {DEFAULTS['warmup']})")
+    parser.add_argument("--loop-max-length", type=int,
+                        help=f"the loop paths only up to this L (default {DEFAULTS['loop_max_length']})")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--memory-jobs", type=int, default=2, help="CPU memory processes at once (default 2)")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="auto: the CPU, plus CUDA when available (default)")
+    parser.add_argument("--group", choices=["all", *GROUPS], default="all", help="which score path (default all)")
+    parser.add_argument("--quick", action="store_true", help=f"tiny sizes for a smoke test: {QUICK}")
+    parser.add_argument("--measure-memory", nargs=3, metavar=("GROUP", "PATH", "L"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    for key, value in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    if args.measure_memory and args.measure_memory[0] not in PATHS:
-        p.error(f"--measure-memory PATH must be one of {list(PATHS)}")
     return args
 
 
@@ -318,18 +372,16 @@ def main(argv=None):
         measure_memory_child(args)
         return None
     torch.set_num_threads(args.threads)
-    if args.device == "auto":
-        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    else:
-        devices = [args.device]
+    devices = (["cpu"] + (["cuda"] if torch.cuda.is_available() else [])) if args.device == "auto" else [args.device]
     if "cuda" in devices and not torch.cuda.is_available():
         raise SystemExit("--device cuda asked for, but torch.cuda.is_available() is False")
-    all_rows = []
+    results = {}
     for device in devices:
-        rows = run_device(device, args)
-        print_table(rows, args, device)
-        all_rows.extend(rows)
-    return all_rows
+        for group in (GROUPS if args.group == "all" else (args.group,)):
+            names, rows = run(device, group, args)
+            print_table(device, group, names, rows, args)
+            results[(device, group)] = rows
+    return results
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_score_path_benchmark_prints_reference_and_naive_side_by_side():
+def test_score_path_benchmark_prints_every_path_side_by_side():
     run = subprocess.run([sys.executable, "benchmarks/score_path.py", "--quick"], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert "ref ms" in run.stdout and "naive ms" in run.stdout and "naive/ref" in run.stdout
-    assert any(line.strip().startswith("64 |") for line in run.stdout.splitlines())
+    for column in ("ref ms", "naive ms", "loop ms", "hf ms", "ref MiB", "hf MiB", "x ref"):
+        assert column in run.stdout, column
+    assert "Shaw relative-key scores" in run.stdout and "T5 relative-bias scores" in run.stdout
+    assert sum(line.strip().startswith("64 |") for line in run.stdout.splitlines()) == 2

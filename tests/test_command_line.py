@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder import rubric
+
 ROOT = Path(__file__).resolve().parent.parent
 GRADESCOPE_KEYS = {"score", "max_score", "tests"}
 TEST_KEYS = {"name", "score", "max_score", "status", "output"}
@@ -38,7 +40,7 @@ def test_several_submissions_give_a_line_each_and_out_writes_grades_csv(tmp_path
     with open(tmp_path / "out" / "grades.csv") as handle:
         rows = {row["submission"]: row for row in csv.DictReader(handle)}
     assert rows["ref"]["total"] == "100" and rows["stub"]["total"] == "0"
-    assert rows["ref"]["sinusoidal_values"] == "8"
+    assert rows["ref"]["sinusoidal_values"] == str(rubric.TEST_BY_ID["sinusoidal_values"].points)
     assert json.loads((tmp_path / "out" / "stub.json").read_text())["score"] == 0
 
 
