@@ -35,6 +35,9 @@ def _add_grading_options(parser):
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                         help="submissions graded at once (default: the number of CPUs)")
     parser.add_argument("--seed", type=int, default=rubric.SEED, help="seed of the hidden cases")
+    parser.add_argument("--without-gpu", choices=("cpu", "give", "withhold"), default=rubric.TIMING_WITHOUT_GPU,
+                        help="the timing tier on a machine with no GPU: time it on the CPU, or skip it and give "
+                             f"or withhold its points (default {rubric.TIMING_WITHOUT_GPU})")
 
 
 def _unique_names(results):
@@ -50,7 +53,7 @@ def _grade(paths, args, show_feedback):
     from autograder import report
     from autograder.grade import Grader
 
-    grader = Grader(seed=args.seed, limits=_limits(args))
+    grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu)
     started = time.monotonic()
     progress = [0]
 
@@ -60,7 +63,10 @@ def _grade(paths, args, show_feedback):
             print(f"[{progress[0]}/{len(paths)}] {result.name}: {result.score:g}/{result.max_score:g}",
                   file=sys.stderr, flush=True)
 
-    results = grader.grade_many(paths, jobs=args.jobs, on_result=on_result)
+    try:
+        results = grader.grade_many(paths, jobs=args.jobs, on_result=on_result)
+    finally:
+        grader.close()
     _unique_names(results)
     if args.json:
         for result in results:
