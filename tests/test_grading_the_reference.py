@@ -3,7 +3,7 @@
 import pytest
 
 from autograder import rubric
-from conftest import by_test, notebook
+from conftest import notebook
 
 
 def test_rubric_totals_100_points_over_the_seven_tasks_and_the_timing_tier():

@@ -9,7 +9,7 @@ exactly the student's output, names it.
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 
