@@ -158,7 +158,11 @@ class Measurement:
 def _error_text(reply):
     error = reply["error"]
     where = f" at {error['where']}" if error.get("where") else ""
-    return f"{error['type']}: {error['message']}{where}"
+    text = f"{error['type']}: {error['message']}{where}"
+    if "device" in error["message"] and ("cpu" in error["message"] or "cuda" in error["message"]):
+        text += (". The inputs were on the GPU: build every new tensor (arange, indices) on the input's device, "
+                 "torch.arange(n, device=q.device)")
+    return text
 
 
 class ReadersWriter:
