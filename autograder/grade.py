@@ -117,16 +117,6 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
     return graded
 
 
-def torch_itemsize(dtype_name):
-    import torch
-
-    return torch.empty((), dtype=getattr(torch, dtype_name)).element_size()
-
-
-def _timing_result(test, fraction, lines):
-    return TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(lines))
-
-
 class Grader:
     """Grades submissions with one set of hidden cases; ``timing`` is what to do without a GPU (see rubric)."""
 
@@ -170,83 +160,14 @@ class Grader:
         for task in rubric.TASK_NAMES:
             tests.extend(self._grade_task(task, outcome, notes))
         try:
-            tests.extend(self._grade_timing(submission, tests))
+            verdicts = timing.grade_tier(submission, {test.id for test in tests if test.passed}, self.timing_mode,
+                                         self.references, self.machine, self.limits.memory_bytes)
+            tests.extend(TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(lines))
+                         for test, fraction, lines in verdicts)
         except Exception as error:  # a fault of the grader's: the tier's rows stay, marked
             tests.extend(TestResult(test.id, test.task, 0, test.points, f"The timing tier failed on this submission "
                                     f"({error!r}); please report it.") for test in rubric.tests_of("timing"))
         return Result(submission.name, str(path), tests, notes)
-
-    def _grade_timing(self, submission, tests):
-        passed = {test.id for test in tests if test.passed}
-        device, skipped = timing.timing_device(self.timing_mode)
-        graded, student = [], None
-        try:
-            for path in rubric.TIMED_PATHS:
-                test = rubric.TEST_BY_ID[path.test]
-                failing = [t.id for task in path.requires for t in rubric.tests_of(task) if t.id not in passed]
-                if failing:
-                    graded.append(_timing_result(test, 0, [f"Not timed: every correctness test of this path must "
-                                                           f"pass first, and {', '.join(failing)} did not."]))
-                    continue
-                loops = timing.static_check(submission.chunks, path)
-                if loops:
-                    graded.append(_timing_result(test, 0, [
-                        f"No points: a Python loop in the score path ({loops[0]}).",
-                        "Static check: " + "; ".join(loops),
-                        "A loop over positions gets no timing points, whatever its time: use tensor operations "
-                        "(broadcasting, gather, indexing with a tensor of indices)."]))
-                    continue
-                lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
-                if skipped:
-                    given = self.timing_mode == "give"
-                    lines.insert(0, f"Not timed: {skipped}; its points are {'given' if given else 'withheld'}.")
-                    graded.append(_timing_result(test, 1.0 if given else 0.0, lines))
-                    continue
-                if student is None or student.process.poll() is not None:
-                    student = timing.ServeChild(submission.chunks, submission.path.name, self.limits.memory_bytes)
-                fraction, summary = self._time_path(path, device, student, lines)
-                graded.append(_timing_result(test, fraction, [summary] + lines))
-        finally:
-            if student is not None:
-                student.close()
-        return graded
-
-    def _time_path(self, path, device, student, lines):
-        sizes = rubric.TIMING_SIZES[device]
-        fractions, summaries = [], []
-        for dtype in sizes["dtypes"]:
-            spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED,
-                    "max_relative": rubric.TIMING_MAX_RELATIVE, "num_buckets": rubric.TIMING_NUM_BUCKETS,
-                    "warmup": rubric.TIMING_WARMUP, **{key: sizes[key] for key in ("batch", "heads", "length",
-                                                                                     "head_dim")}}
-            where = timing._describe(spec)
-            try:
-                measured = timing.measure(student, self.references.get(), spec, self.machine)
-            except timing.ChildFailed as error:
-                lines.append(f"Time ({where}): not measured: {error}.")
-                return 0.0, f"No points: {error}."
-            fraction = timing.fraction_for(measured.ratio)
-            bands = ", ".join(f"{timing.share_words(share)} within {limit:g}x" for limit, share in rubric.TIMING_BANDS)
-            lines.append(f"Time ({where}): {measured.ratio:.2f}x the reference ({measured.student_ms:.2f} ms against "
-                         f"{measured.reference_ms:.2f} ms, median of {measured.pairs} interleaved pairs): "
-                         f"{timing.share_words(fraction)} ({bands}).")
-            if measured.student_bytes is not None:
-                score_bytes = spec["batch"] * spec["heads"] * spec["length"] ** 2 * torch_itemsize(dtype)
-                limit = rubric.TIMING_MEMORY_SCORES * score_bytes
-                over = measured.student_bytes > limit
-                lines.append(f"Memory: one call needs {measured.student_bytes / 2**20:.0f} MiB beyond its inputs "
-                             f"({measured.student_bytes / score_bytes:.1f} score-sized tensors); the limit is "
-                             f"{rubric.TIMING_MEMORY_SCORES} ({limit / 2**20:.0f} MiB)"
-                             + (". Over it: no timing points. Look for a tensor of shape (..., Lq, Lk, dh): it holds "
-                                "dh numbers for every score." if over else "."))
-                if over:
-                    fraction = 0.0
-                    summaries.append(f"memory {measured.student_bytes / score_bytes:.0f} score-sized tensors, over "
-                                     f"the limit of {rubric.TIMING_MEMORY_SCORES} ({dtype})")
-            summaries.append(f"{measured.ratio:.2f}x the reference's time ({device}, {dtype})")
-            fractions.append(fraction)
-        fraction = min(fractions)
-        return fraction, f"{timing.share_words(fraction).capitalize()}: " + "; ".join(summaries) + "."
 
     def _grade_task(self, task, outcome, notes):
         return score_tests(rubric.tests_of(task), self.cases[task], outcome.results.get(task, {}),

@@ -345,3 +345,82 @@ class ReferenceChildren:
 def static_check(chunks, path):
     """Loops found in the path's functions (and what they call), from the submission's source."""
     return loops_in([(chunk["label"], chunk["source"]) for chunk in chunks], list(path.functions))
+
+
+def grade_tier(submission, passed, mode, references, machine, memory_bytes):
+    """The timing tier of one submission: [(rubric test, fraction of its points, lines of feedback)].
+
+    ``passed`` holds the ids of the correctness tests it passed; ``mode`` is what to do without a GPU.
+    """
+    device, skipped = timing_device(mode)
+    graded, student = [], None
+    try:
+        for path in rubric.TIMED_PATHS:
+            test = rubric.TEST_BY_ID[path.test]
+            failing = [t.id for task in path.requires for t in rubric.tests_of(task) if t.id not in passed]
+            if failing:
+                graded.append((test, 0, [f"Not timed: every correctness test of this path must pass first, "
+                                         f"and {', '.join(failing)} did not."]))
+                continue
+            loops = static_check(submission.chunks, path)
+            if loops:
+                graded.append((test, 0, [
+                    f"No points: a Python loop in the score path ({loops[0]}).",
+                    "Static check: " + "; ".join(loops),
+                    "A loop over positions gets no timing points, whatever its time: use tensor operations "
+                    "(broadcasting, gather, indexing with a tensor of indices)."]))
+                continue
+            lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
+            if skipped:
+                given = mode == "give"
+                lines.insert(0, f"Not timed: {skipped}; its points are {'given' if given else 'withheld'}.")
+                graded.append((test, 1.0 if given else 0.0, lines))
+                continue
+            if student is None or student.process.poll() is not None:
+                student = ServeChild(submission.chunks, submission.path.name, memory_bytes)
+            fraction, summary = _time_path(path, device, student, references.get(), machine, lines)
+            graded.append((test, fraction, [summary] + lines))
+    finally:
+        if student is not None:
+            student.close()
+    return graded
+
+
+def _time_path(path, device, student, reference, machine, lines):
+    """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary)."""
+    sizes = rubric.TIMING_SIZES[device]
+    fractions, summaries = [], []
+    for dtype in sizes["dtypes"]:
+        spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED,
+                "max_relative": rubric.TIMING_MAX_RELATIVE, "num_buckets": rubric.TIMING_NUM_BUCKETS,
+                "warmup": rubric.TIMING_WARMUP, **{key: sizes[key] for key in ("batch", "heads", "length",
+                                                                                 "head_dim")}}
+        where = _describe(spec)
+        try:
+            measured = measure(student, reference, spec, machine)
+        except ChildFailed as error:
+            lines.append(f"Time ({where}): not measured: {error}.")
+            return 0.0, f"No points: {error}."
+        fraction = fraction_for(measured.ratio)
+        bands = ", ".join(f"{share_words(share)} within {limit:g}x" for limit, share in rubric.TIMING_BANDS)
+        lines.append(f"Time ({where}): {measured.ratio:.2f}x the reference ({measured.student_ms:.2f} ms against "
+                     f"{measured.reference_ms:.2f} ms, median of {measured.pairs} interleaved pairs): "
+                     f"{share_words(fraction)} ({bands}).")
+        if measured.student_bytes is not None:
+            item_bytes = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+            score_bytes = spec["batch"] * spec["heads"] * spec["length"] ** 2 * item_bytes
+            limit = rubric.TIMING_MEMORY_SCORES * score_bytes
+            over = measured.student_bytes > limit
+            lines.append(f"Memory: one call needs {measured.student_bytes / 2**20:.0f} MiB beyond its inputs "
+                         f"({measured.student_bytes / score_bytes:.1f} score-sized tensors); the limit is "
+                         f"{rubric.TIMING_MEMORY_SCORES} ({limit / 2**20:.0f} MiB)"
+                         + (". Over it: no timing points. Look for a tensor of shape (..., Lq, Lk, dh): it holds "
+                            "dh numbers for every score." if over else "."))
+            if over:
+                fraction = 0.0
+                summaries.append(f"memory {measured.student_bytes / score_bytes:.0f} score-sized tensors, over "
+                                 f"the limit of {rubric.TIMING_MEMORY_SCORES} ({dtype})")
+        summaries.append(f"{measured.ratio:.2f}x the reference's time ({device}, {dtype})")
+        fractions.append(fraction)
+    fraction = min(fractions)
+    return fraction, f"{share_words(fraction).capitalize()}: " + "; ".join(summaries) + "."
