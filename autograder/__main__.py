@@ -49,11 +49,11 @@ def _unique_names(results):
             result.name = f"{result.name}-{count + 1}"
 
 
-def _grade(paths, args, show_feedback):
+def _grade(paths, args, show_feedback, sandbox):
     from autograder import report
     from autograder.grade import Grader
 
-    grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu)
+    grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu, sandbox=sandbox)
     started = time.monotonic()
     progress = [0]
 
@@ -95,6 +95,8 @@ def main(argv=None):
     grade.add_argument("--out", metavar="DIR", help="also write <name>.json per submission and grades.csv here")
     grade.add_argument("--feedback", action="store_true",
                        help="print every test's feedback (the default for a single submission)")
+    grade.add_argument("--unsandboxed", action="store_true",
+                       help="grade without bubblewrap, trusting the submissions (refused by default)")
     _add_grading_options(grade)
 
     demo = commands.add_parser("demo", help="grade the bundled sample class and print the table")
@@ -135,7 +137,7 @@ def main(argv=None):
             paths = write_class(folder)
             print(f"Grading the sample class: the reference, the blank stubs and {len(paths) - 2} submissions "
                   "with one typical mistake each.\n", file=sys.stderr)
-            _grade(paths, args, show_feedback=args.feedback)
+            _grade(paths, args, show_feedback=args.feedback, sandbox="auto")  # our own samples: safe either way
         return 0
 
     from autograder.load import expand
@@ -146,7 +148,16 @@ def main(argv=None):
         parser.exit(2, f"python -m autograder grade: {error}\n")
     if not paths:
         parser.exit(2, "python -m autograder grade: no .py, .ipynb or student folder found in the paths given\n")
-    _grade(paths, args, show_feedback=args.feedback or len(paths) == 1)
+    from autograder.sandbox import SandboxMissing
+
+    if args.unsandboxed:
+        print("WARNING: --unsandboxed: the submissions run WITHOUT a sandbox, able to read the reference and "
+              "the hidden cases and to change files.", file=sys.stderr)
+    try:
+        _grade(paths, args, show_feedback=args.feedback or len(paths) == 1,
+               sandbox="off" if args.unsandboxed else "required")
+    except SandboxMissing as error:
+        parser.exit(2, f"python -m autograder grade: {error}\n")
     return 0
 
 

@@ -15,7 +15,7 @@ from autograder import rubric, timing
 from autograder.build import REFERENCE, strip_markers
 from autograder.cases import build_cases
 from autograder.load import LoadError, load, submission_name
-from autograder.sandbox import Limits, run_submission, serialize_plan
+from autograder.sandbox import Limits, resolve_sandbox, run_submission, serialize_plan
 
 
 @dataclass
@@ -120,13 +120,15 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
 class Grader:
     """Grades submissions with one set of hidden cases; ``timing`` is what to do without a GPU (see rubric)."""
 
-    def __init__(self, seed=rubric.SEED, limits=None, timing_mode=rubric.TIMING_WITHOUT_GPU):
+    def __init__(self, seed=rubric.SEED, limits=None, timing_mode=rubric.TIMING_WITHOUT_GPU, sandbox="required"):
+        """``sandbox``: "required" (refuse to run without bubblewrap), "auto" (warn and run without), "off"."""
         self.limits = limits or Limits()
+        self.limits.sandboxed = resolve_sandbox(sandbox)
         self.cases = build_cases(seed)
         self.plan = serialize_plan(self.cases)
         self.timing_mode = timing_mode
         self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
-                                                   self.limits.memory_bytes)
+                                                   self.limits.memory_bytes, self.limits.sandboxed)
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
         weakref.finalize(self, self.references.close)
 

@@ -1,8 +1,13 @@
 """Run a submission's code in a child process, under limits, and collect what it returns.
 
-The child is ``python -I worker.py WORKDIR`` in its own session (process
-group), with limits on address space, file size and CPU time, a wall-clock
-limit for the whole submission and one for each task. A task that hangs or
+The child is ``python -I worker.py WORKDIR`` inside bubblewrap (``bwrap``):
+new user, PID, network, IPC, UTS and mount namespaces; the Python environment
+and the system's libraries read-only; the worker file alone of the grader;
+the submission's work folder and a private /tmp writable; nothing else (not
+the reference, the hidden cases, the rubric or other submissions, wherever
+they are on disk). It runs in its own session, with limits on address space,
+file size and CPU time, a wall-clock limit for the whole submission and one
+for each task. A task that hangs or
 kills its process is marked and the child is started again for the tasks
 after it, so one bad function costs only its own points.
 
@@ -14,6 +19,7 @@ objects or executed here.
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,6 +42,7 @@ class Limits:
     task_seconds: float = rubric.TASK_SECONDS
     memory_bytes: int = rubric.MEMORY_BYTES
     output_bytes: int = rubric.OUTPUT_BYTES
+    sandboxed: bool = True  # run the worker inside bubblewrap (see resolve_sandbox)
 
 
 @dataclass
@@ -65,11 +72,61 @@ def _child_limits(limits):
     }
 
 
-def _child_environment(workdir):
+SANDBOX_WORK = "/work"  # the submission's work folder, as the sandboxed worker sees it
+SANDBOX_WORKER = "/sandbox/worker.py"
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so.cache", "/etc/ld.so.conf",
+                "/etc/ld.so.conf.d", "/etc/alternatives")
+
+
+class SandboxMissing(RuntimeError):
+    """bubblewrap is not installed, and the caller did not allow grading without it."""
+
+
+def bubblewrap():
+    """The path of ``bwrap``, or None."""
+    return shutil.which("bwrap")
+
+
+def resolve_sandbox(choice):
+    """"required", "auto" or "off" -> whether to sandbox; raises SandboxMissing for "required" without bwrap."""
+    if choice == "off":
+        return False
+    if bubblewrap():
+        return True
+    if choice == "required":
+        raise SandboxMissing(
+            "bubblewrap (bwrap) is not installed, so student code cannot be sandboxed. Install it "
+            "(Debian/Ubuntu: apt-get install bubblewrap), or grade WITHOUT a sandbox, trusting the code, "
+            "with --unsandboxed.")
+    print("WARNING: bubblewrap (bwrap) is not installed: the code runs WITHOUT a sandbox, able to read and "
+          "write whatever this user can.", file=sys.stderr)
+    return False
+
+
+def worker_command(workdir, *arguments, sandboxed=True):
+    """The command line that runs the worker on ``workdir`` (inside bubblewrap when ``sandboxed``)."""
+    if not sandboxed:
+        return [sys.executable, "-I", str(WORKER), workdir, *arguments]
+    readable = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
+    for prefix in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
+        if prefix not in readable and not any(prefix.startswith(path + "/") for path in readable):
+            readable.append(prefix)
+    command = [bubblewrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in readable:
+        command += ["--ro-bind", path, path]
+    if os.path.exists("/dev/nvidiactl"):  # a GPU: its device files, and what CUDA reads in /sys
+        command += ["--dev-bind", "/dev", "/dev", "--ro-bind", "/sys", "/sys"]
+    command += ["--ro-bind", str(WORKER), SANDBOX_WORKER, "--bind", workdir, SANDBOX_WORK, "--chdir", SANDBOX_WORK]
+    return command + [sys.executable, "-I", SANDBOX_WORKER, SANDBOX_WORK, *arguments]
+
+
+def child_environment(workdir, sandboxed=True):
+    """What the worker gets as its environment: nothing of the grader's beyond PATH."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": workdir,
-        "TMPDIR": workdir,
+        "HOME": SANDBOX_WORK if sandboxed else workdir,
+        "TMPDIR": "/tmp" if sandboxed else workdir,
         "LANG": "C.UTF-8",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
@@ -145,8 +202,8 @@ def _run_once(submission, plan_bytes, tasks, limits, deadline):
         (work / "plan.pt").write_bytes(plan_bytes)
         with open(work / "stdout.txt", "wb") as out, open(work / "stderr.txt", "wb") as err:
             process = subprocess.Popen(
-                [sys.executable, "-I", str(WORKER), workdir], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                cwd=workdir, env=_child_environment(workdir), start_new_session=True)
+                worker_command(workdir, sandboxed=limits.sandboxed), stdin=subprocess.DEVNULL, stdout=out,
+                stderr=err, cwd=workdir, env=child_environment(workdir, limits.sandboxed), start_new_session=True)
         loaded, pending = None, list(tasks)
         started = last_progress = time.monotonic()
         timed_out = ""

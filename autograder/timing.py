@@ -31,7 +31,6 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -42,8 +41,8 @@ import torch
 
 from autograder import rubric
 from autograder.compare import loops_in
+from autograder.sandbox import child_environment, worker_command
 
-WORKER = Path(__file__).with_name("worker.py")
 SAMPLES = 256
 SETUP_SECONDS = 60.0  # start, import torch, build the inputs and warm up
 
@@ -55,27 +54,42 @@ class ChildFailed(Exception):
 class ServeChild:
     """A worker in serve mode, with the code of ``chunks`` loaded; commands and replies are JSON lines."""
 
-    def __init__(self, chunks, filename, memory_bytes):
+    def __init__(self, chunks, filename, memory_bytes, sandboxed=True):
         self.workdir = tempfile.mkdtemp(prefix="timing-")
         limits = {"RLIMIT_AS": memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
         Path(self.workdir, "submission.json").write_text(
             json.dumps({"filename": filename, "chunks": chunks, "limits": limits}), encoding="utf-8")
         command_read, self._commands = os.pipe()
         self._replies, reply_write = os.pipe()
-        environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.workdir, "TMPDIR": self.workdir,
-                       "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                       "PYTHONDONTWRITEBYTECODE": "1"}
+        environment = child_environment(self.workdir, sandboxed)
         for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
             if name in os.environ:
                 environment[name] = os.environ[name]
         with open(Path(self.workdir, "output.txt"), "wb") as output:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", str(WORKER), self.workdir, "--serve", str(command_read), str(reply_write)],
+                worker_command(self.workdir, "--serve", str(command_read), str(reply_write), sandboxed=sandboxed),
                 stdin=subprocess.DEVNULL, stdout=output, stderr=output, cwd=self.workdir, env=environment,
                 pass_fds=(command_read, reply_write), start_new_session=True)
         os.close(command_read)
         os.close(reply_write)
         self._buffer = b""
+        self._worker_pid = None
+
+    @property
+    def worker_pid(self):
+        """The worker's process id on this machine: inside bubblewrap it is a grandchild, not the child."""
+        if self._worker_pid is None:
+            pid = self.process.pid
+            for _ in range(4):
+                try:
+                    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+                except OSError:
+                    break
+                if not children:
+                    break
+                pid = int(children[0])
+            self._worker_pid = pid
+        return self._worker_pid
 
     def request(self, command, timeout):
         """Send one command and return (reply, seconds from send to reply) by the grader's clock."""
@@ -113,14 +127,14 @@ class ServeChild:
     def reset_memory_peak(self):
         """Restart the kernel's high-water mark of the child's resident memory; returns the resident bytes now."""
         try:
-            Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")
-            return _proc_status(self.process.pid, "VmRSS")
+            Path(f"/proc/{self.worker_pid}/clear_refs").write_text("5")
+            return _proc_status(self.worker_pid, "VmRSS")
         except OSError:
             return None
 
     def memory_peak(self):
         try:
-            return _proc_status(self.process.pid, "VmHWM")
+            return _proc_status(self.worker_pid, "VmHWM")
         except OSError:
             return None
 
@@ -319,9 +333,10 @@ def timing_device(mode):
 class ReferenceChildren:
     """One reference child per grading thread, started on first use and kept for the whole run."""
 
-    def __init__(self, reference_text, memory_bytes):
+    def __init__(self, reference_text, memory_bytes, sandboxed=True):
         self.chunks = [{"label": "reference", "source": reference_text}]
         self.memory_bytes = memory_bytes
+        self.sandboxed = sandboxed  # as the students' children are, so that both run alike
         self._local = threading.local()
         self._all = []
         self._lock = threading.Lock()
@@ -329,7 +344,7 @@ class ReferenceChildren:
     def get(self):
         child = getattr(self._local, "child", None)
         if child is None or child.process.poll() is not None:
-            child = ServeChild(self.chunks, "reference.py", self.memory_bytes)
+            child = ServeChild(self.chunks, "reference.py", self.memory_bytes, self.sandboxed)
             self._local.child = child
             with self._lock:
                 self._all.append(child)
@@ -377,7 +392,7 @@ def grade_tier(submission, passed, mode, references, machine, memory_bytes):
                 graded.append((test, 1.0 if given else 0.0, lines))
                 continue
             if student is None or student.process.poll() is not None:
-                student = ServeChild(submission.chunks, submission.path.name, memory_bytes)
+                student = ServeChild(submission.chunks, submission.path.name, memory_bytes, references.sandboxed)
             fraction, summary = _time_path(path, device, student, references.get(), machine, lines)
             graded.append((test, fraction, [summary] + lines))
     finally:

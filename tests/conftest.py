@@ -14,13 +14,13 @@ HERE = Path(__file__).parent
 
 @pytest.fixture(scope="session")
 def grader():
-    return Grader()
+    return Grader(sandbox="auto")  # bubblewrap where installed (CI installs it), else a warning
 
 
 @pytest.fixture(scope="session")
 def quick_grader():
     """A grader with short limits, for submissions that hang."""
-    return Grader(limits=Limits(wall_seconds=20, task_seconds=4))
+    return Grader(limits=Limits(wall_seconds=20, task_seconds=4), sandbox="auto")
 
 
 @pytest.fixture(scope="session")

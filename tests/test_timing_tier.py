@@ -55,7 +55,7 @@ def shaw_scores(*args, **kwargs):
 
 @pytest.fixture(scope="module")
 def tier_grader():
-    grader = Grader()
+    grader = Grader(sandbox="auto")
     yield grader
     grader.close()
 
@@ -114,7 +114,7 @@ def test_the_tier_waits_for_correctness(tier_grader, tmp_path, stub_text):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="these modes apply only where there is no GPU")
 @pytest.mark.parametrize("mode, points", [("give", 15), ("withhold", 0)])
 def test_without_a_gpu_the_rubric_can_give_or_withhold_the_tier_and_says_so(tmp_path, reference_text, mode, points):
-    grader = Grader(timing_mode=mode)
+    grader = Grader(timing_mode=mode, sandbox="auto")
     try:
         tier = _speed(grader.grade(_write(tmp_path, "reference", reference_text)))
     finally:

@@ -1,0 +1,155 @@
+"""The sandbox, for real: bubblewrap around the worker. What a submission can reach, and what it leaves behind.
+
+These need bubblewrap (`bwrap`); .ci/run installs it. Without it they skip, and the grader refuses to
+grade unsandboxed unless told to (the last test).
+"""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from autograder.build import REFERENCE, ROOT
+from autograder.grade import Grader
+from autograder.sandbox import bubblewrap
+
+pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap) is not installed here")
+
+# The findings travel back in the message of the error that sinusoidal_table raises, shown in its feedback.
+REPORT = '''
+
+def sinusoidal_table(num_positions, d_model, base=10000.0, *, device=None, dtype=torch.float32):
+    raise RuntimeError("FINDINGS " + repr(FINDINGS))
+'''
+
+
+@pytest.fixture(scope="module")
+def sandboxed_grader():
+    grader = Grader(sandbox="required", timing_mode="withhold")  # the tier's children are tested elsewhere
+    yield grader
+    grader.close()
+
+
+def _findings(grader, tmp_path, reference_text, probe):
+    path = tmp_path / "probe.py"
+    path.write_text(reference_text + "\n" + probe + REPORT)
+    result = grader.grade(path)
+    text = next(test.output for test in result.tests if test.id == "sinusoidal_values")
+    assert "FINDINGS" in text, text
+    return text
+
+
+def test_the_reference_hidden_cases_and_rubric_cannot_be_read_from_inside(sandboxed_grader, tmp_path, reference_text):
+    secrets = [str(REFERENCE), str(ROOT / "autograder" / "rubric.py"), str(ROOT / "autograder" / "cases" / "shaw.py"),
+               str(ROOT / "solutions")]
+    probe = f'''
+import os, sys
+FINDINGS = []
+for path in {secrets!r}:
+    try:
+        FINDINGS.append(("read", path, len(open(path).read()) if os.path.isfile(path) else os.listdir(path)))
+    except OSError as error:
+        pass
+try:
+    import solutions
+    FINDINGS.append(("import", "solutions"))
+except ImportError:
+    pass
+for folder in sys.path + ["/", "/work", "/tmp", os.path.expanduser("~")]:
+    try:
+        for name in os.listdir(folder):
+            if name in ("solutions", "autograder", "rubric.py"):
+                FINDINGS.append(("listed", folder, name))
+    except OSError:
+        pass
+'''
+    assert "FINDINGS []" in _findings(sandboxed_grader, tmp_path, reference_text, probe)
+
+
+def test_other_submissions_and_files_outside_cannot_be_written_or_read(sandboxed_grader, tmp_path, reference_text):
+    other = tmp_path / "other_student.py"
+    other.write_text("# another student's answer\n")
+    target = tmp_path / "planted.txt"
+    probe = f'''
+FINDINGS = []
+try:
+    FINDINGS.append(("read", open({str(other)!r}).read()))
+except OSError:
+    pass
+try:
+    open({str(target)!r}, "w").write("planted")
+    FINDINGS.append(("wrote", {str(target)!r}))
+except OSError:
+    pass
+'''
+    assert "FINDINGS []" in _findings(sandboxed_grader, tmp_path, reference_text, probe)
+    assert not target.exists()
+
+
+def test_no_network_from_inside(sandboxed_grader, tmp_path, reference_text):
+    probe = '''
+import socket
+FINDINGS = []
+for address in (("127.0.0.1", 22), ("1.1.1.1", 53), ("8.8.8.8", 443)):
+    try:
+        connection = socket.create_connection(address, timeout=2)
+        FINDINGS.append(("connected", address))
+        connection.close()
+    except OSError:
+        pass
+'''
+    assert "FINDINGS []" in _findings(sandboxed_grader, tmp_path, reference_text, probe)
+
+
+def _processes_with(marker):
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_a_detached_daemon_does_not_outlive_grading(sandboxed_grader, tmp_path, reference_text):
+    marker = f"daemon-{uuid.uuid4().hex[:12]}"
+    probe = f'''
+import os
+FINDINGS = []
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/bin/sleep", [{marker!r}, "300"])
+    os._exit(0)
+'''
+    _findings(sandboxed_grader, tmp_path, reference_text, probe)
+    deadline = time.monotonic() + 5
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(marker) == []
+
+
+def test_the_reference_still_scores_full_marks_in_the_sandbox(sandboxed_grader, tmp_path, reference_text):
+    path = tmp_path / "reference.py"
+    path.write_text(reference_text)
+    result = sandboxed_grader.grade(path)
+    assert {test.id: test.output for test in result.tests if not test.passed and test.task != "timing"} == {}
+
+
+def test_without_bubblewrap_grading_is_refused_unless_unsandboxed(tmp_path, reference_text):
+    path = tmp_path / "reference.py"
+    path.write_text(reference_text)
+    environment = {**os.environ, "PATH": str(tmp_path)}  # no bwrap on this PATH
+    refused = subprocess.run([sys.executable, "-m", "autograder", "grade", str(path)], cwd=ROOT, env=environment,
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "bubblewrap (bwrap) is not installed" in refused.stderr
+    allowed = subprocess.run([sys.executable, "-m", "autograder", "grade", str(path), "--unsandboxed", "--json",
+                              "--without-gpu", "withhold"], cwd=ROOT, env=environment, capture_output=True, text=True,
+                             timeout=300)
+    assert allowed.returncode == 0 and "WITHOUT a sandbox" in allowed.stderr
