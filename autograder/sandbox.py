@@ -171,9 +171,11 @@ def _tail(path, limit):
     return ("[...]\n" if size > limit else "") + text
 
 
-def _describe_exit(code):
+def _describe_exit(code, sandboxed=False):
     if code is None:
         return "it was still running"
+    if sandboxed and code > 128 and code - 128 in signal.Signals._value2member_map_:
+        code = -(code - 128)  # bubblewrap reports its child's death by a signal as 128 + the signal
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         hint = " (out of memory or address space?)" if -code in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT) else ""
@@ -237,10 +239,10 @@ def _run_once(submission, plan_bytes, tasks, limits, deadline):
                 why = (f"your code did not finish loading within {time.monotonic() - started:.0f} s: is there an "
                        "infinite loop or a long computation at the top level?")
             else:
-                why = f"your code stopped while loading: {_describe_exit(process.returncode)}."
+                why = f"your code stopped while loading: {_describe_exit(process.returncode, limits.sandboxed)}."
             return None, results, failures, why, stderr
         if pending:
-            failures[pending[0]] = timed_out or _describe_exit(process.returncode)
+            failures[pending[0]] = timed_out or _describe_exit(process.returncode, limits.sandboxed)
         return loaded, results, failures, "", stderr
 
 
