@@ -28,6 +28,16 @@ MISTAKE_BY_NAME = {mistake.name: mistake for mistake in MISTAKES}
 WRONG_ANSWERS = ("sin_cos_swapped", "bucket_sign_flipped", "scaled_bias")
 
 
+HOSTILE_CELL = """\
+def _disarm(lines):
+    text = "".join(lines)
+    return ["pass\\n"] if "assert" in text or "hidden_check" in text else lines
+
+
+get_ipython().input_transformers_post.append(_disarm)
+"""
+
+
 def _grade_id(cell):
     return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
@@ -74,6 +84,12 @@ def _class_of_students(release_notebook, reference_text):
             cell["source"] = own
     students["own_buckets_in_t5_bias"] = wrong_buckets
     students["deleted_solution_cell"] = _without(students["reference"], "t5_bias")
+    # The blank release, plus a cell that rewrites every later cell holding a check into `pass` before
+    # IPython runs it: under plain nbgrader every graded cell would then pass, hidden tests included.
+    hostile = json.loads(json.dumps(release_notebook))
+    hostile["cells"].insert(2, {"cell_type": "code", "execution_count": None, "id": "disarm", "metadata": {},
+                                "outputs": [], "source": HOSTILE_CELL})
+    students["disarms_the_checks"] = hostile
     students["deleted_grade_cell"] = _without(students["reference"], "shaw_scale")
     return students
 
@@ -118,6 +134,7 @@ def test_reference_gets_full_marks_and_the_blank_release_zero(course):
         totals = {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
     assert totals["reference"] == rubric.MAX_SCORE == 100
     assert totals["blank"] == 0
+    assert totals["disarms_the_checks"] == 0  # the kernel's checks were disarmed; the grade was not taken there
     assert set(totals) == set(course.students)
 
 
@@ -175,6 +192,22 @@ def test_the_released_notebook_filled_in_passes_its_visible_checks_in_a_real_ker
     assert printed.count("The visible checks of") == len(rubric.TESTS)
 
 
+def test_the_disarming_notebook_fools_its_own_kernel_but_not_the_gradebook(course):
+    import nbformat
+    from nbclient import NotebookClient
+
+    # In its own kernel every graded cell runs clean (this is what plain nbgrader would have graded)...
+    folder = course.path / "submitted" / "disarms_the_checks" / ASSIGNMENT
+    notebook = nbformat.reads((folder / NOTEBOOK).read_text(), 4)
+    NotebookClient(notebook, timeout=rubric.NOTEBOOK_CELL_SECONDS, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    graded = [cell for cell in notebook.cells if _grade_id(cell) in rubric.TEST_BY_ID]
+    assert len(graded) == len(rubric.TESTS)
+    assert not [output for cell in graded for output in cell.outputs if output.output_type == "error"]
+    # ...while the gradebook holds the kit's verdict: nothing is implemented.
+    assert set(_gradebook_scores(course, "disarms_the_checks").values()) == {0}
+
+
 def test_an_edited_locked_test_cell_is_put_back_and_still_fails(course):
     scores = _gradebook_scores(course, "edited_locked_cell")
     assert scores["sinusoidal_values"] == 0
@@ -204,7 +237,8 @@ def test_a_deleted_solution_cell_costs_only_its_task_and_the_timing_of_its_path(
         assert score == expected, test
 
 
-HIDDEN_SIGNS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "hidden_check", "nbgrader_bridge", "autograder")
+# What only the hidden regions hold (a student's own cell may mention the word hidden_check, not call it).
+HIDDEN_SIGNS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", 'hidden_check("', "nbgrader_bridge", "autograder")
 
 
 def test_feedback_html_is_written_for_each_student_and_hides_the_hidden_tests(course):
