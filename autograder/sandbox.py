@@ -184,18 +184,42 @@ def _describe_exit(code, sandboxed=False):
             f"os._exit()? Remove those calls")
 
 
-def _kill(process):
+def _descendants(pid):
+    """Every process below ``pid``: inside bubblewrap the worker runs in sessions of its own."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            children = [int(child) for child in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
+        except OSError:
+            continue
+        found += children
+        todo += children
+    return found
+
+
+def kill(process):
+    """Kill the child, its process group and everything below it, and wait until they are gone."""
+    below = _descendants(process.pid)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in below:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     process.wait()
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.01)  # a killed process may still be closing its files in the work folder
 
 
 def _run_once(submission, plan_bytes, tasks, limits, deadline):
     """One child for ``tasks``; returns (loaded, results, failures, load_failure, stderr)."""
     results, failures = {}, {}
-    with tempfile.TemporaryDirectory(prefix="grade-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="grade-", ignore_cleanup_errors=True) as workdir:
         work = Path(workdir)
         (work / "submission.json").write_text(
             json.dumps({"filename": submission.path.name, "chunks": submission.chunks, "tasks": tasks,
@@ -232,7 +256,7 @@ def _run_once(submission, plan_bytes, tasks, limits, deadline):
             if timed_out:
                 break
             time.sleep(POLL_SECONDS)
-        _kill(process)  # also reaps whatever it left running in its process group
+        kill(process)  # also whatever it left running, inside the sandbox or in its process group
         stderr = _tail(work / "stderr.txt", limits.output_bytes)
         if loaded is None:
             if timed_out:

@@ -28,7 +28,6 @@ import os
 import random
 import select
 import shutil
-import signal
 import statistics
 import subprocess
 import tempfile
@@ -41,7 +40,7 @@ import torch
 
 from autograder import rubric
 from autograder.compare import loops_in
-from autograder.sandbox import child_environment, worker_command
+from autograder.sandbox import child_environment, kill, worker_command
 
 SAMPLES = 256
 SETUP_SECONDS = 60.0  # start, import torch, build the inputs and warm up
@@ -144,11 +143,7 @@ class ServeChild:
                 os.close(handle)
             except OSError:
                 pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.process.wait()
+        kill(self.process)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
