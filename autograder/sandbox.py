@@ -212,8 +212,17 @@ def kill(process):
             pass
     process.wait()
     deadline = time.monotonic() + 5
-    while any(Path(f"/proc/{pid}").exists() for pid in below) and time.monotonic() < deadline:
+    while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
         time.sleep(0.01)  # a killed process may still be closing its files in the work folder
+
+
+def _alive(pid):
+    """Whether ``pid`` still runs: a zombie has closed its files, and may never be reaped here."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:][:1] not in ("Z", "X")
 
 
 def _run_once(submission, plan_bytes, tasks, limits, deadline):
