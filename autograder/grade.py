@@ -15,7 +15,7 @@ from autograder import rubric, timing
 from autograder.build import REFERENCE, strip_markers
 from autograder.cases import build_cases
 from autograder.load import LoadError, load, submission_name
-from autograder.sandbox import Limits, resolve_sandbox, run_submission, serialize_plan
+from autograder.sandbox import ForkServer, Limits, resolve_sandbox, run_submission, serialize_plan
 
 
 @dataclass
@@ -130,11 +130,14 @@ class Grader:
         self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
                                                    self.limits.memory_bytes, self.limits.sandboxed)
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
+        self.server = ForkServer(self.limits.sandboxed)  # every submission's jobs are forks of it
         weakref.finalize(self, self.references.close)
+        weakref.finalize(self, self.server.close)
 
     def close(self):
-        """Stop the reference processes of the timing tier (they are kept between submissions)."""
+        """Stop the fork servers: the students' and the reference's (kept between submissions)."""
         self.references.close()
+        self.server.close()
 
     def grade(self, path):
         """Grade one submission path (file or student folder). Never raises for a student's file."""
@@ -148,7 +151,7 @@ class Grader:
             return _all_failed(name, path, f"Could not read the submission: {error.strerror or error}")
         try:
             with self.machine.shared():
-                outcome = run_submission(submission, self.plan, rubric.TASK_NAMES, self.limits)
+                outcome = run_submission(submission, self.plan, rubric.TASK_NAMES, self.limits, self.server)
         except Exception as error:  # a fault of the grader's, not the student's: keep the row, say so
             return _all_failed(submission.name, path, f"The grader failed on this submission ({error!r}); "
                                "please report it.", [traceback.format_exc(limit=3)])
@@ -163,7 +166,7 @@ class Grader:
             tests.extend(self._grade_task(task, outcome, notes))
         try:
             verdicts = timing.grade_tier(submission, {test.id for test in tests if test.passed}, self.timing_mode,
-                                         self.references, self.machine, self.limits.memory_bytes)
+                                         self.references, self.machine, self.limits.memory_bytes, self.server)
             tests.extend(TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(lines))
                          for test, fraction, lines in verdicts)
         except Exception as error:  # a fault of the grader's: the tier's rows stay, marked

@@ -27,9 +27,7 @@ import json
 import os
 import random
 import select
-import shutil
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -40,7 +38,7 @@ import torch
 
 from autograder import rubric
 from autograder.compare import loops_in
-from autograder.sandbox import child_environment, kill, worker_command
+from autograder.sandbox import ForkServer, frame, send_all, tail
 
 SAMPLES = 256
 SETUP_SECONDS = 60.0  # start, import torch, build the inputs and warm up
@@ -51,44 +49,27 @@ class ChildFailed(Exception):
 
 
 class ServeChild:
-    """A worker in serve mode, with the code of ``chunks`` loaded; commands and replies are JSON lines."""
+    """A timing job of a fork server, with the code of ``chunks`` loaded; commands and replies are JSON lines."""
 
-    def __init__(self, chunks, filename, memory_bytes, sandboxed=True):
-        self.workdir = tempfile.mkdtemp(prefix="timing-")
+    def __init__(self, server, chunks, filename, memory_bytes):
+        self.output = tempfile.TemporaryFile()
         limits = {"RLIMIT_AS": memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
-        Path(self.workdir, "submission.json").write_text(
-            json.dumps({"filename": filename, "chunks": chunks, "limits": limits}), encoding="utf-8")
-        command_read, self._commands = os.pipe()
-        self._replies, reply_write = os.pipe()
-        environment = child_environment(self.workdir, sandboxed)
-        for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"):
-            if name in os.environ:
-                environment[name] = os.environ[name]
-        with open(Path(self.workdir, "output.txt"), "wb") as output:
-            self.process = subprocess.Popen(
-                worker_command(self.workdir, "--serve", str(command_read), str(reply_write), sandboxed=sandboxed),
-                stdin=subprocess.DEVNULL, stdout=output, stderr=output, cwd=self.workdir, env=environment,
-                pass_fds=(command_read, reply_write), start_new_session=True)
-        os.close(command_read)
-        os.close(reply_write)
+        # Traceable: the grader reads and restarts its memory high-water mark through /proc.
+        self.job = server.spawn({"mode": "serve", "traceable": True}, self.output.fileno(), self.output.fileno())
+        header = json.dumps({"filename": filename, "chunks": chunks, "limits": limits}).encode()
+        self._commands, self._replies = self.job.input, self.job.output
         self._buffer = b""
-        self._worker_pid = None
+        if not send_all(self._commands, frame(b"S", header)):
+            raise ChildFailed(self._gone())
+
+    @property
+    def alive(self):
+        return not self.job.poll()
 
     @property
     def worker_pid(self):
-        """The worker's process id on this machine: inside bubblewrap it is a grandchild, not the child."""
-        if self._worker_pid is None:
-            pid = self.process.pid
-            for _ in range(4):
-                try:
-                    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-                except OSError:
-                    break
-                if not children:
-                    break
-                pid = int(children[0])
-            self._worker_pid = pid
-        return self._worker_pid
+        """The job's process id on this machine."""
+        return self.job.host_pid
 
     def request(self, command, timeout):
         """Send one command and return (reply, seconds from send to reply) by the grader's clock."""
@@ -116,35 +97,30 @@ class ServeChild:
             raise ChildFailed("its process wrote something that is not a reply where replies go") from None
 
     def _gone(self):
-        try:
-            code = self.process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
+        self.job.read_line(time.monotonic() + 2)
+        if not self.job.ended:
             return "its process stopped answering"
-        tail = Path(self.workdir, "output.txt").read_bytes()[-600:].decode("utf-8", "replace").strip()
-        return f"its process ended (exit status {code})" + (f"; its last output: {tail}" if tail else "")
+        code = self.job.exit_code
+        last = tail(self.output, 600).strip()
+        return f"its process ended (exit status {code})" + (f"; its last output: {last}" if last else "")
 
     def reset_memory_peak(self):
         """Restart the kernel's high-water mark of the child's resident memory; returns the resident bytes now."""
         try:
             Path(f"/proc/{self.worker_pid}/clear_refs").write_text("5")
             return _proc_status(self.worker_pid, "VmRSS")
-        except OSError:
+        except (OSError, TypeError):
             return None
 
     def memory_peak(self):
         try:
             return _proc_status(self.worker_pid, "VmHWM")
-        except OSError:
+        except (OSError, TypeError):
             return None
 
     def close(self):
-        for handle in (self._commands, self._replies):
-            try:
-                os.close(handle)
-            except OSError:
-                pass
-        kill(self.process)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.job.stop()
+        self.output.close()
 
 
 def _proc_status(pid, field):
@@ -332,14 +308,18 @@ class ReferenceChildren:
         self.chunks = [{"label": "reference", "source": reference_text}]
         self.memory_bytes = memory_bytes
         self.sandboxed = sandboxed  # as the students' children are, so that both run alike
+        self._server = None  # a fork server of its own: no student's job shares it
         self._local = threading.local()
         self._all = []
         self._lock = threading.Lock()
 
     def get(self):
         child = getattr(self._local, "child", None)
-        if child is None or child.process.poll() is not None:
-            child = ServeChild(self.chunks, "reference.py", self.memory_bytes, self.sandboxed)
+        if child is None or not child.alive:
+            with self._lock:
+                if self._server is None:
+                    self._server = ForkServer(self.sandboxed)
+            child = ServeChild(self._server, self.chunks, "reference.py", self.memory_bytes)
             self._local.child = child
             with self._lock:
                 self._all.append(child)
@@ -350,6 +330,9 @@ class ReferenceChildren:
             for child in self._all:
                 child.close()
             self._all.clear()
+            if self._server is not None:
+                self._server.close()
+                self._server = None
 
 
 def static_check(chunks, path):
@@ -357,7 +340,7 @@ def static_check(chunks, path):
     return loops_in([(chunk["label"], chunk["source"]) for chunk in chunks], list(path.functions))
 
 
-def grade_tier(submission, passed, mode, references, machine, memory_bytes):
+def grade_tier(submission, passed, mode, references, machine, memory_bytes, server):
     """The timing tier of one submission: [(rubric test, fraction of its points, lines of feedback)].
 
     ``passed`` holds the ids of the correctness tests it passed; ``mode`` is what to do without a GPU.
@@ -386,8 +369,8 @@ def grade_tier(submission, passed, mode, references, machine, memory_bytes):
                 lines.insert(0, f"Not timed: {skipped}; its points are {'given' if given else 'withheld'}.")
                 graded.append((test, 1.0 if given else 0.0, lines))
                 continue
-            if student is None or student.process.poll() is not None:
-                student = ServeChild(submission.chunks, submission.path.name, memory_bytes, references.sandboxed)
+            if student is None or not student.alive:
+                student = ServeChild(server, submission.chunks, submission.path.name, memory_bytes)
             fraction, summary = _time_path(path, device, student, references.get(), machine, lines)
             graded.append((test, fraction, [summary] + lines))
     finally:

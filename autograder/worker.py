@@ -1,33 +1,37 @@
 """The code that runs beside a student's submission, in its own process.
 
-Run as ``python worker.py WORKDIR``; it imports nothing of the grader, so it
-can run where the grader's files are out of reach. WORKDIR holds:
+Run as ``python worker.py --zygote FD [--isolate]``: a fork server (its
+comment, below, says how jobs are kept apart). It imports nothing of the
+grader, so it runs where the grader's files are out of reach, and it imports
+torch once for every job it forks. A job reads from its input pipe, in frames:
 
-    submission.json   the student's code as chunks (a .py file is one chunk,
-                      a notebook one chunk per code cell)
-    plan.pt           the probes to run, task by task: which function to call
-                      on which inputs. No expected output, tolerance or point
-                      is in it.
+    the submission   JSON: the student's code as chunks (a .py file is one
+                     chunk, a notebook one chunk per code cell), the name of
+                     the file, the tasks to run and the limits to set
+    the plan         (correctness jobs) the probes to run, task by task, as
+                     torch.save bytes: which function to call on which
+                     inputs. No expected output, tolerance or point is in it.
 
-It writes, each file atomically (a temporary name, then a rename):
-
-    loaded.json       which chunks failed to run, and the names defined
-    result-TASK.pt    per task, for each probe, the outputs as plain CPU
-                      tensors and plain data, or the exception raised
-
+A correctness job writes to its output pipe, in frames: which chunks failed
+to run and the names defined (kind L), then per task, for each probe, the
+outputs as plain CPU tensors and plain data, or the exception raised (kind R).
 Comparing those outputs with the reference is the grader's job, in its own
 process; nothing here knows whether an answer is right.
 
-``python worker.py WORKDIR --serve`` is the timing tier's side (see
-autograder/timing.py): it loads the code the same way, then answers the
-grader's commands, one JSON line each, on two pipes named by their fd numbers:
-build the inputs of a score path, call it once, report sampled output values.
-It keeps no clock: the grader times each call from its own process.
+A timing job (see autograder/timing.py) loads the code the same way, then
+answers the grader's commands, one JSON line each: build the inputs of a
+score path, call it once, report sampled output values. It keeps no clock:
+the grader times each call from its own process.
 """
 
+import ctypes
 import json
 import os
 import resource
+import select
+import signal
+import socket
+import struct
 import sys
 import traceback
 import types
@@ -66,12 +70,6 @@ def _mmap_threshold(size):
     if _MALLOPT is not None:
         _MALLOPT(_M_MMAP_THRESHOLD, size)
         _MALLOPT(_M_TRIM_THRESHOLD, 1 << 30)
-
-
-def _write_atomically(path, write):
-    temporary = path + ".tmp"
-    write(temporary)
-    os.replace(temporary, path)
 
 
 def _where(error, chunks):
@@ -327,6 +325,7 @@ def _serve_one(namespace, chunks, command, state):
     return {"error": {"type": "ValueError", "mro": [], "message": f"unknown command {kind}", "where": ""}}
 
 
+
 def serve(namespace, chunks, commands, replies):
     """Answer the timing tier's commands until the grader closes the pipe."""
     with os.fdopen(commands, "r", encoding="utf-8") as reader, os.fdopen(replies, "w", encoding="utf-8") as writer:
@@ -337,32 +336,291 @@ def serve(namespace, chunks, commands, replies):
             writer.flush()
 
 
-def main(workdir):
-    os.chdir(workdir)
-    with open("submission.json", encoding="utf-8") as handle:
-        submission = json.load(handle)
+# ---------------------------------------------------------------------------------------------
+# Frames: how the grader and a job talk over a pipe. A frame is one byte of kind, eight of
+# length, then the payload. The grader checks every frame it reads: a job runs the student's
+# code, which can write anything to the same pipe.
+
+def _read_exactly(fd, size):
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, min(size - len(data), 1 << 20))
+        if not chunk:
+            raise EOFError("the grader closed the pipe")
+        data += chunk
+    return bytes(data)
+
+
+def read_frame(fd):
+    kind, size = struct.unpack("<cQ", _read_exactly(fd, 9))
+    return kind, _read_exactly(fd, size)
+
+
+def frame(kind, payload):
+    return struct.pack("<cQ", kind, len(payload)) + payload
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _grade_job(job_in, job_out):
+    """A correctness job: read the submission and the probes, load the code, run each task's probes."""
+    _, header = read_frame(job_in)
+    _, plan_bytes = read_frame(job_in)
+    os.close(job_in)
+    submission = json.loads(header)
+    import io
+
+    plan = torch.load(io.BytesIO(plan_bytes), weights_only=True)
     _limit_self(submission.get("limits", {}))
     chunks = submission["chunks"]
     namespace, errors = _load(chunks, submission["filename"])
     defined = sorted(name for name in namespace if not name.startswith("__"))[:500]
-
-    def write_loaded(path):
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump({"errors": errors, "defined": defined}, handle)
-
-    _write_atomically("loaded.json", write_loaded)
-    if "--serve" in sys.argv:
-        at = sys.argv.index("--serve")
-        serve(namespace, chunks, int(sys.argv[at + 1]), int(sys.argv[at + 2]))
-        return
-    plan = torch.load("plan.pt", weights_only=True)
+    _write_all(job_out, frame(b"L", json.dumps({"errors": errors, "defined": defined}).encode()))
     wanted = submission.get("tasks")
     for task in plan["tasks"]:
         if wanted is not None and task["task"] not in wanted:
             continue
         results = {probe["id"]: run_probe(namespace, probe, chunks) for probe in task["probes"]}
-        _write_atomically(f"result-{task['task']}.pt", lambda path: torch.save(results, path))
+        buffer = io.BytesIO()
+        torch.save(results, buffer)
+        _write_all(job_out, frame(b"R", task["task"].encode() + b"\0" + buffer.getvalue()))
+
+
+def _serve_job(job_in, job_out):
+    """A timing job: read the code, load it, then answer commands on the same two pipes."""
+    _, header = read_frame(job_in)
+    submission = json.loads(header)
+    _limit_self(submission.get("limits", {}))
+    chunks = submission["chunks"]
+    namespace, errors = _load(chunks, submission["filename"])
+    serve(namespace, chunks, job_in, job_out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fork server. ``python worker.py --zygote FD [--isolate]`` imports torch once, then forks a
+# job for each request that arrives on the socket FD (a JSON request and the job's descriptors).
+# Each job is two processes:
+#
+#   keeper   forked from the server; runs no student code. With --isolate it first moves into new
+#            user, mount, PID, network, IPC and UTS namespaces. It forks the runner, reports the
+#            runner's process id, and waits on it and on the lifeline: when the grader shuts the
+#            lifeline, or goes away, it kills the runner; when the runner ends, it sends the exit
+#            status and leaves. With --isolate the runner is the first process of its own PID
+#            namespace, so its death takes every process it started with it.
+#   runner   with --isolate: a fresh private /work, /tmp and /dev/shm, no capabilities, not
+#            traceable or readable through /proc by other jobs; then the limits, then the code.
+#
+# The server itself runs inside bubblewrap (see sandbox.py); --isolate keeps the jobs that share
+# it apart from each other.
+
+_libc_handle = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 0x1, 0x2, 0x4, 0x20, 0x1000
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+
+
+def _check(result, what):
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _enter_namespaces():
+    """In the keeper: new namespaces, the same user and group ids inside as outside."""
+    uid, gid = os.getuid(), os.getgid()
+    _check(_libc_handle.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC
+                                | _CLONE_NEWUTS), "unshare")
+    with open("/proc/self/setgroups", "w") as handle:
+        handle.write("deny")
+    with open("/proc/self/uid_map", "w") as handle:
+        handle.write(f"{uid} {uid} 1")
+    with open("/proc/self/gid_map", "w") as handle:
+        handle.write(f"{gid} {gid} 1")
+
+
+def _private_folders(keep):
+    """In the job's first process: its own empty /work, /tmp and /dev/shm.
+
+    ``keep`` are read-only folders of the server's view that lie below one of those (a Python
+    environment in /tmp): they are mounted again, read-only, over the fresh folder.
+    """
+    _check(_libc_handle.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "make mounts private")
+    held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep}
+    for folder in (b"/work", b"/tmp", b"/dev/shm"):
+        if os.path.isdir(folder):
+            _check(_libc_handle.mount(b"tmpfs", folder, b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0777"),
+                   f"mount {folder.decode()}")
+    for path, handle in held.items():
+        os.makedirs(path, exist_ok=True)
+        source, target = f"/proc/self/fd/{handle}".encode(), path.encode()
+        _check(_libc_handle.mount(source, target, None, _MS_BIND | _MS_REC, None), f"mount {path} again")
+        _check(_libc_handle.mount(None, target, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV,
+                                  None),
+               f"make {path} read-only")
+        os.close(handle)
+
+def _drop_capabilities():
+    """In the runner: no capabilities left (in its own user namespace) to undo what was set up."""
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    _check(_libc_handle.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "drop capabilities")
+
+
+def _runner(request, fds, isolate):
+    """The runner: the job's code, and the student's. Never returns."""
+    code = 0
+    try:
+        if isolate:
+            _drop_capabilities()
+        else:
+            os.setsid()
+        if not request.get("traceable"):
+            _libc_handle.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        os.chdir(request.get("workdir") or "/work")
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(fds["stdout"], 1)
+        os.dup2(fds["stderr"], 2)
+        keep = sorted({0, 1, 2, fds["in"], fds["out"]})
+        for low, high in zip(keep, keep[1:] + [1 << 16]):
+            os.closerange(low + 1, high)
+        for name, value in request.get("environment", {}).items():
+            os.environ[name] = value
+        if request["mode"] == "grade":
+            _grade_job(fds["in"], fds["out"])
+        elif request["mode"] == "serve":
+            _serve_job(fds["in"], fds["out"])
+    except SystemExit as error:
+        code = error.code if isinstance(error.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        os._exit(code)
+
+
+def _first(request, fds, isolate, keeper_alive, status, keep):
+    """The job's first process (with --isolate, the init of its PID namespace): sets up, starts the
+    runner, waits for it and writes its exit status to ``status``. Never returns; runs no student code."""
+    try:
+        _libc_handle.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if select.select([keeper_alive], [], [], 0)[0]:
+            os._exit(1)  # the keeper died before the line above: nobody would stop this job
+        if isolate:
+            _private_folders(keep)
+        runner = os.fork()
+        if runner == 0:
+            os.close(status)
+            os.close(keeper_alive)
+            _libc_handle.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            _runner(request, fds, isolate)
+        for fd in fds.values():
+            os.close(fd)
+        while True:
+            pid, code = os.wait()  # the runner, and with --isolate any orphan of the namespace
+            if pid == runner:
+                break
+        code = -os.WTERMSIG(code) if os.WIFSIGNALED(code) else os.WEXITSTATUS(code)
+        os.write(status, json.dumps({"exit": code}).encode())
+    except BaseException as error:
+        try:
+            os.write(status, json.dumps({"failed": f"{type(error).__name__}: {error}"}).encode())
+        except BaseException:
+            pass
+    os._exit(0)
+
+
+def _keeper(request, received, isolate, keep):
+    """The keeper of one job (see above). Never returns."""
+    lifeline = socket.socket(fileno=received[0])
+    fds = {"in": received[1], "out": received[2], "stdout": received[3], "stderr": received[4]}
+    try:
+        if isolate:
+            _enter_namespaces()
+        alive_read, alive_write = os.pipe()
+        status_read, status_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            lifeline.detach()
+            os.close(alive_write)
+            os.close(status_read)
+            _first(request, fds, isolate, alive_read, status_write, keep)
+        os.close(alive_read)
+        os.close(status_write)
+        for fd in fds.values():
+            os.close(fd)
+        lifeline.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+        first = os.pidfd_open(pid)
+        poller = select.poll()
+        poller.register(lifeline, select.POLLIN)
+        poller.register(first, select.POLLIN)
+        while True:
+            events = dict(poller.poll())
+            if first in events:
+                break
+            if lifeline.fileno() in events:  # the grader wants it stopped, or is gone
+                os.kill(pid, signal.SIGKILL)  # with --isolate, the whole PID namespace goes with it
+                break
+        os.waitpid(pid, 0)
+        report = os.read(status_read, 4096) or json.dumps({"exit": -signal.SIGKILL}).encode()
+        try:
+            lifeline.sendall(report + b"\n")
+        except OSError:
+            pass
+        os._exit(0)
+    except BaseException as error:
+        try:
+            lifeline.sendall(json.dumps({"failed": f"{type(error).__name__}: {error}"}).encode() + b"\n")
+        finally:
+            os._exit(71)
+
+
+def zygote(control_fd, isolate, keep=()):
+    """Serve fork requests until the grader closes the socket."""
+    control = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    while True:
+        while True:  # reap the keepers that have left
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not select.select([control], [], [], 1.0)[0]:
+            continue
+        message, received, _, _ = socket.recv_fds(control, 1 << 16, 5)
+        if not message:
+            return
+        if len(received) != 5:
+            for fd in received:
+                os.close(fd)
+            continue
+        if os.fork() == 0:
+            control.close()
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+            _keeper(json.loads(message), received, isolate, keep)
+        for fd in received:
+            os.close(fd)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    zygote(int(sys.argv[sys.argv.index("--zygote") + 1]), "--isolate" in sys.argv,
+           [sys.argv[at + 1] for at, word in enumerate(sys.argv) if word == "--keep"])

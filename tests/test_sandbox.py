@@ -153,3 +153,71 @@ def test_without_bubblewrap_grading_is_refused_unless_unsandboxed(tmp_path, refe
                               "--without-gpu", "withhold"], cwd=ROOT, env=environment, capture_output=True, text=True,
                              timeout=300)
     assert allowed.returncode == 0 and "WITHOUT a sandbox" in allowed.stderr
+
+
+def test_jobs_of_one_fork_server_cannot_see_or_touch_each_other(sandboxed_grader, tmp_path, reference_text):
+    """Two submissions graded at once share the fork server, not their files, processes or memory."""
+    secret = f"secret-{uuid.uuid4().hex[:8]}"
+    keeper = f'''
+import time
+for folder in ("/work", "/tmp", "/dev/shm"):
+    with open(folder + "/{secret}", "w") as handle:
+        handle.write("{secret}")
+time.sleep(8)  # long enough for the other submission to look around
+'''
+    looker = f'''
+import os, signal, time
+time.sleep(2)
+FINDINGS = []
+for folder in ("/work", "/tmp", "/dev/shm"):
+    FINDINGS += [(folder, name) for name in os.listdir(folder) if "secret" in name]
+me = os.readlink("/proc/self")  # this process, as /proc numbers it
+for name in os.listdir("/proc"):
+    if not name.isdigit():
+        continue
+    for what in ("root/work/{secret}", "root/tmp/{secret}", "cwd/{secret}", "environ", "mem", "maps"):
+        try:
+            with open(f"/proc/{{name}}/{{what}}", "rb") as handle:
+                data = handle.read(1 << 16)
+            if name != me:
+                FINDINGS.append(("read", name, what, len(data)))
+        except OSError:
+            pass
+for pid in range(1, 4096):  # every process id this one could signal (1 is its own namespace's init)
+    if pid not in (1, os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            FINDINGS.append(("killed", pid))
+        except OSError:
+            pass
+'''
+    first, second = tmp_path / "keeper.py", tmp_path / "looker.py"
+    first.write_text(reference_text + "\n" + keeper)
+    second.write_text(reference_text + "\n" + looker + REPORT)
+    results = {result.name: result for result in sandboxed_grader.grade_many([first, second], jobs=2)}
+    text = next(test.output for test in results["looker"].tests if test.id == "sinusoidal_values")
+    assert "FINDINGS []" in text, text
+    # The first one was not killed or disturbed: all its correctness points (the tier is withheld here).
+    assert results["keeper"].score == 85, [t.output for t in results["keeper"].tests if not t.passed]
+
+
+@pytest.mark.parametrize("sandboxed, isolate", [(True, False), (False, False)], ids=["sandbox_per_job", "unsandboxed"])
+def test_the_fork_server_without_namespaces_of_its_own_still_grades(sandboxed, isolate, reference_text, tmp_path):
+    """Where the kernel refuses namespaces inside bubblewrap, each job gets a server of its own; unsandboxed, a plain fork."""
+    from autograder import rubric
+    from autograder.cases import build_cases
+    from autograder.load import load
+    from autograder.sandbox import ForkServer, Limits, run_submission, serialize_plan
+
+    path = tmp_path / "reference.py"
+    path.write_text(reference_text + "\nimport os\nos.makedirs('made_here', exist_ok=True)\n")
+    server = ForkServer(sandboxed, isolate=isolate)
+    try:
+        assert server.shared == (not sandboxed)
+        outcome = run_submission(load(path), serialize_plan(build_cases(rubric.SEED)), ["sinusoidal", "shaw"],
+                                 Limits(sandboxed=sandboxed), server)
+    finally:
+        server.close()
+    assert not outcome.load_failure and not outcome.failures, (outcome.load_failure, outcome.failures)
+    assert set(outcome.results) == {"sinusoidal", "shaw"}
+    assert not (tmp_path / "made_here").exists()  # it ran in a folder of its own
