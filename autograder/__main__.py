@@ -1,9 +1,11 @@
-"""The command line: ``python -m autograder {grade,demo,build}``.
+"""The command line: ``python -m autograder {grade,demo,build,release,gradescope-bundle}``.
 
     grade PATH [PATH ...]   grade .py files, .ipynb notebooks or student folders
+                            (--out DIR: a JSON per student, grades.csv and the class summary; resumable)
     demo                    grade the bundled sample class and print the table (the default)
     build                   regenerate the student files and the course notebook
     release                 make the folder (and zip) a student receives: nbgrader's release plus self-checks
+    gradescope-bundle ZIP   the autograder zip for Gradescope (setup.sh, run_autograder, the kit)
 
 Exit status 0 when every submission was graded, whatever the scores; 2 when
 the grader itself could not work (bad arguments, missing files).
@@ -15,6 +17,7 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from autograder import rubric
 from autograder.sandbox import Limits
@@ -40,34 +43,28 @@ def _add_grading_options(parser):
                              f"or withhold its points (default {rubric.TIMING_WITHOUT_GPU})")
 
 
-def _unique_names(results):
-    seen = {}
-    for result in results:
-        count = seen.get(result.name, 0)
-        seen[result.name] = count + 1
-        if count:
-            result.name = f"{result.name}-{count + 1}"
-
-
 def _grade(paths, args, show_feedback, sandbox):
     from autograder import report
+    from autograder.batch import Progress, grade_class, unique_names
     from autograder.grade import Grader
 
-    grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu, sandbox=sandbox)
     started = time.monotonic()
-    progress = [0]
-
-    def on_result(result):
-        progress[0] += 1
-        if len(paths) > 1 and not args.json:
-            print(f"[{progress[0]}/{len(paths)}] {result.name}: {result.score:g}/{result.max_score:g}",
-                  file=sys.stderr, flush=True)
-
+    grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu, sandbox=sandbox)
+    progress = Progress(len(paths)) if len(paths) > 1 and not args.json else None
+    out = getattr(args, "out", None)
     try:
-        results = grader.grade_many(paths, jobs=args.jobs, on_result=on_result)
+        if out:
+            results, resumed = grade_class(grader, paths, out, jobs=args.jobs, force=args.force, progress=progress,
+                                           seed=args.seed, timing_mode=args.without_gpu)
+        else:
+            results, resumed = grader.grade_many(paths, jobs=args.jobs, on_result=progress and (
+                lambda index, result: progress.step(result.name, result.score, result.max_score))), 0
+            if progress:
+                progress.close()
+            for result, name in zip(results, unique_names(paths)):
+                result.name = name
     finally:
         grader.close()
-    _unique_names(results)
     if args.json:
         for result in results:
             print(json.dumps(result.to_gradescope()))
@@ -76,10 +73,18 @@ def _grade(paths, args, show_feedback, sandbox):
             for result in results:
                 print(report.feedback(result), end="\n\n")
         print(report.table(results))
-        print(f"\n{len(results)} submission(s) graded in {time.monotonic() - started:.1f} s "
-              f"with {args.jobs} job(s).", file=sys.stderr)
-    if getattr(args, "out", None):
-        report.write_outputs(results, args.out)
+        graded = len(results) - resumed
+        print(f"\n{graded} submission(s) graded in {time.monotonic() - started:.1f} s with {args.jobs} job(s)"
+              + (f"; {resumed} already graded in {out} were kept (--force grades them again)" if resumed else "")
+              + ".", file=sys.stderr)
+    if out:
+        from autograder.summary import write_summary
+
+        report.write_atomically(Path(out) / "grades.csv", report.grades_csv(results))
+        written = write_summary(results, out)
+        if not args.json:
+            print(f"Wrote {out}/: a JSON per student, grades.csv, "
+                  + ", ".join(path.name for path in written) + ".", file=sys.stderr)
     return results
 
 
@@ -92,7 +97,11 @@ def main(argv=None):
     grade.add_argument("paths", nargs="+", metavar="PATH")
     grade.add_argument("--json", action="store_true",
                        help="print one Gradescope results.json object per submission, one a line")
-    grade.add_argument("--out", metavar="DIR", help="also write <name>.json per submission and grades.csv here")
+    grade.add_argument("--out", metavar="DIR",
+                       help="write <name>.json per submission as each is graded, then grades.csv and the class "
+                            "summary (summary.txt, summary.png); a submission already graded there is not graded "
+                            "again, so a run that was stopped goes on where it stopped")
+    grade.add_argument("--force", action="store_true", help="with --out: grade again what is already graded there")
     grade.add_argument("--feedback", action="store_true",
                        help="print every test's feedback (the default for a single submission)")
     grade.add_argument("--unsandboxed", action="store_true",
@@ -103,6 +112,12 @@ def main(argv=None):
     demo.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     demo.add_argument("--feedback", action="store_true", help="also print each submission's feedback")
     _add_grading_options(demo)
+
+    bundle = commands.add_parser("gradescope-bundle", help="write the autograder zip to upload to Gradescope")
+    bundle.add_argument("out_zip", metavar="OUT.zip", help="where to write the zip")
+    bundle.add_argument("--unsandboxed", action="store_true",
+                        help="let the zip grade WITHOUT a sandbox where bubblewrap cannot run on Gradescope "
+                             "(trusted code only)")
 
     commands.add_parser("build", help="regenerate the student files and the course notebook from solutions/ and assignments/lesson.py")
 
@@ -120,6 +135,11 @@ def main(argv=None):
 
         for path in build():
             print(f"wrote {path}")
+        return 0
+    if args.command == "gradescope-bundle":
+        from autograder.gradescope import main_bundle
+
+        print(f"wrote {main_bundle(args.out_zip, unsandboxed=args.unsandboxed)}")
         return 0
     if args.command == "release":
         from autograder.course import COURSE, CourseError, release

@@ -179,14 +179,17 @@ class Grader:
                            failure=outcome.failures.get(task), notes=notes)
 
     def grade_many(self, paths, jobs=1, on_result=None):
-        """Grade paths with ``jobs`` children at a time; results in the order of ``paths``."""
+        """Grade paths with ``jobs`` at a time; results in the order of ``paths``.
+
+        ``on_result(index, result)`` is called as each one is graded, from the thread that graded it.
+        """
         paths = list(paths)
         results = [None] * len(paths)
 
         def one(index):
             results[index] = self.grade(paths[index])
             if on_result is not None:
-                on_result(results[index])
+                on_result(index, results[index])
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             list(pool.map(one, range(len(paths))))

@@ -2,11 +2,11 @@
 
 import csv
 import io
-import json
 import os
 import re
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 from autograder import rubric
@@ -83,7 +83,7 @@ def feedback(result):
 
 def write_atomically(path, text):
     path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
 
@@ -97,12 +97,3 @@ def grades_csv(results):
         writer.writerow([result.name, _points(result.score), _points(result.max_score)]
                         + [scores.get(test.id, "0") for test in rubric.TESTS])
     return buffer.getvalue()
-
-
-def write_outputs(results, out_dir):
-    """Each result as <name>.json (Gradescope schema) and the class as grades.csv."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for result in results:
-        write_atomically(out / f"{result.name}.json", json.dumps(result.to_gradescope(), indent=2))
-    write_atomically(out / "grades.csv", grades_csv(results))

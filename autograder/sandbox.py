@@ -265,22 +265,31 @@ class ForkServer:
         self.isolate = sandboxed if isolate is None else isolate
         self._lock = threading.Lock()
         self.process = self.control = None
-        self.shared = True
         self._start()
-        if self.isolate:
+        try:
+            self._probe()
+        except ServerFailed as error:
+            self.close()
+            if not self.isolate:
+                raise
+            print(f"NOTE: jobs cannot have namespaces of their own inside bubblewrap here ({error}); "
+                  "each submission gets a bubblewrap sandbox of its own instead (slower).", file=sys.stderr)
+            self.isolate = False
+            self._start()
             try:
-                probe = self.spawn({"mode": "probe"})
-                probe.wait(time.monotonic() + self.START_SECONDS)
-                probe.stop()
-                if probe.failure or probe.exit_code != 0:
-                    raise ServerFailed(probe.failure or f"a job that does nothing ended with {probe.exit_code}")
-            except ServerFailed as error:
-                print(f"NOTE: jobs cannot have namespaces of their own inside bubblewrap here ({error}); "
-                      "each submission gets a bubblewrap sandbox of its own instead (slower).", file=sys.stderr)
+                self._probe()
+            except ServerFailed:
                 self.close()
-                self.isolate = False
-                self._start()
+                raise
         self.shared = self.isolate or not self.sandboxed  # may jobs share this server?
+
+    def _probe(self):
+        """Fork a job that does nothing, as every job will be set up; raises ServerFailed if that fails."""
+        probe = self._spawn({"mode": "probe"}, None, None)
+        probe.wait(time.monotonic() + self.START_SECONDS)
+        probe.stop()
+        if probe.failure or probe.exit_code != 0:
+            raise ServerFailed(probe.failure or f"a job that does nothing ended with status {probe.exit_code}")
 
     def _start(self):
         control, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -306,7 +315,7 @@ class ForkServer:
 
     def spawn(self, request, stdout=None, stderr=None):
         """Start a job (``request``: mode, workdir, environment, traceable); returns its Job."""
-        if not self.shared and request["mode"] != "probe":
+        if not self.shared:
             server = ForkServer(self.sandboxed, isolate=False)
             job = server._spawn(request, stdout, stderr)
             job.own_server = server
@@ -334,7 +343,9 @@ class ForkServer:
                         break
                     except OSError:
                         if attempt == 2:
-                            raise ServerFailed("the fork server does not take requests") from None
+                            said = " ".join(tail(self.log, 600).split())
+                            raise ServerFailed("the fork server does not take requests"
+                                               + (f"; it said: {said}" if said else "")) from None
                         self.process.kill()
         finally:
             for fd in (lifeline_child.detach(), job_in, job_out) + ((null,) if null is not None else ()):
