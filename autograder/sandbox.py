@@ -37,6 +37,9 @@ import torch
 from autograder import rubric
 
 WORKER = Path(__file__).with_name("worker.py")
+# The grader's package and the reference: hidden inside the sandbox even where they were installed into
+# the Python environment that it mounts (pip install ., not -e), by an empty folder mounted over them.
+KIT_FOLDERS = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "solutions")
 POLL_SECONDS = 0.02
 
 
@@ -122,6 +125,9 @@ def server_command(control_fd, sandboxed=True, isolate=True):
         command += ["--ro-bind", path, path]
     if os.path.exists("/dev/nvidiactl"):  # a GPU: its device files, and what CUDA reads in /sys
         command += ["--dev-bind", "/dev", "/dev", "--ro-bind", "/sys", "/sys"]
+    for folder in map(str, KIT_FOLDERS):
+        if any(folder == path or folder.startswith(path.rstrip("/") + "/") for path in readable):
+            command += ["--tmpfs", folder]
     command += ["--ro-bind", str(WORKER), SANDBOX_WORKER, "--chdir", SANDBOX_WORK]
     for path in readable:  # below a folder that each job gets afresh: the job mounts it again
         if any(path.startswith(folder + "/") for folder in ("/tmp", SANDBOX_WORK, "/dev/shm")):

@@ -4,7 +4,9 @@ These need bubblewrap (`bwrap`); .ci/run installs it. Without it they skip, and 
 grade unsandboxed unless told to (the last test).
 """
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -120,6 +122,7 @@ def _processes_with(marker):
 def test_a_detached_daemon_does_not_outlive_grading(sandboxed_grader, tmp_path, reference_text):
     marker = f"daemon-{uuid.uuid4().hex[:12]}"
     probe = f'''
+import json
 import os
 FINDINGS = []
 if os.fork() == 0:
@@ -221,3 +224,34 @@ def test_the_fork_server_without_namespaces_of_its_own_still_grades(sandboxed, i
     assert not outcome.load_failure and not outcome.failures, (outcome.load_failure, outcome.failures)
     assert set(outcome.results) == {"sinusoidal", "shaw"}
     assert not (tmp_path / "made_here").exists()  # it ran in a folder of its own
+
+
+def test_a_kit_installed_into_the_python_environment_is_hidden_inside(monkeypatch, tmp_path):
+    """pip install . (not -e) puts the grader and the reference in site-packages, which the sandbox mounts."""
+    from autograder import sandbox
+
+    secret_folder = Path(sys.prefix) / f"kit-{uuid.uuid4().hex[:8]}"
+    secret_folder.mkdir()
+    try:
+        (secret_folder / "reference.py").write_text("ANSWER = 42\n")
+        probe = f'import os\nprint(sorted(os.listdir({str(secret_folder)!r})) if os.path.isdir({str(secret_folder)!r}) else "gone")\n'
+        seen = {}
+        for hidden in (False, True):
+            monkeypatch.setattr(sandbox, "KIT_FOLDERS", (secret_folder,) if hidden else ())
+            server = sandbox.ForkServer(sandboxed=True)
+            try:
+                with open(tmp_path / f"out-{hidden}", "w+b") as out:
+                    job = server.spawn({"mode": "grade"}, out.fileno(), out.fileno())
+                    header = json.dumps({"filename": "probe.py", "chunks": [{"label": "probe.py", "source": probe}],
+                                         "tasks": [], "limits": {}}).encode()
+                    sandbox.send_all(job.input, sandbox.frame(b"S", header) + sandbox.frame(b"P", sandbox.serialize_plan({})))
+                    job.wait(time.monotonic() + 60)
+                    job.stop()
+                    out.seek(0)
+                    seen[hidden] = out.read().decode()
+            finally:
+                server.close()
+        assert "reference.py" in seen[False]  # the control: without the cover it is there to read
+        assert "reference.py" not in seen[True] and "[]" in seen[True], seen[True]
+    finally:
+        shutil.rmtree(secret_folder)
