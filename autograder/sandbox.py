@@ -110,25 +110,35 @@ def resolve_sandbox(choice):
     return False
 
 
+def sandbox_options():
+    """bubblewrap's options for a sandbox, without the program: (options, the folders mounted read-only).
+
+    New user, PID, network, IPC, UTS and cgroup namespaces; the system's libraries and the Python
+    environment read-only, with the grader's package and the reference covered; a private /tmp.
+    """
+    readable = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
+    for prefix in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
+        if prefix not in readable and not any(prefix.startswith(path + "/") for path in readable):
+            readable.append(prefix)
+    options = [bubblewrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in readable:
+        options += ["--ro-bind", path, path]
+    if os.path.exists("/dev/nvidiactl"):  # a GPU: its device files, and what CUDA reads in /sys
+        options += ["--dev-bind", "/dev", "/dev", "--ro-bind", "/sys", "/sys"]
+    for folder in map(str, KIT_FOLDERS):
+        if any(folder == path or folder.startswith(path.rstrip("/") + "/") for path in readable):
+            options += ["--tmpfs", folder]
+    return options, readable
+
+
 def server_command(control_fd, sandboxed=True, isolate=True):
     """The command line of the worker's fork server (inside bubblewrap when ``sandboxed``)."""
     arguments = ["--zygote", str(control_fd)] + (["--isolate"] if isolate else [])
     if not sandboxed:
         return [sys.executable, "-I", str(WORKER), *arguments]
-    readable = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
-    for prefix in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
-        if prefix not in readable and not any(prefix.startswith(path + "/") for path in readable):
-            readable.append(prefix)
-    command = [bubblewrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_WORK]
-    for path in readable:
-        command += ["--ro-bind", path, path]
-    if os.path.exists("/dev/nvidiactl"):  # a GPU: its device files, and what CUDA reads in /sys
-        command += ["--dev-bind", "/dev", "/dev", "--ro-bind", "/sys", "/sys"]
-    for folder in map(str, KIT_FOLDERS):
-        if any(folder == path or folder.startswith(path.rstrip("/") + "/") for path in readable):
-            command += ["--tmpfs", folder]
-    command += ["--ro-bind", str(WORKER), SANDBOX_WORKER, "--chdir", SANDBOX_WORK]
+    command, readable = sandbox_options()
+    command += ["--tmpfs", SANDBOX_WORK, "--ro-bind", str(WORKER), SANDBOX_WORKER, "--chdir", SANDBOX_WORK]
     for path in readable:  # below a folder that each job gets afresh: the job mounts it again
         if any(path.startswith(folder + "/") for folder in ("/tmp", SANDBOX_WORK, "/dev/shm")):
             arguments += ["--keep", path]

@@ -1,0 +1,68 @@
+"""A Jupyter kernel inside bubblewrap, for ``nbgrader autograde``.
+
+nbgrader runs each submitted notebook in a kernel before it saves the grades. A
+plain kernel runs with the instructor's rights: the student's code there could
+change the gradebook (``gradebook.db``), the grader's own files, or another
+student's notebook, or leave a process behind that does so later. The grade
+itself comes from ``TrustedGrades`` (nbgrader_bridge.py), out of the kernel; this
+keeps the kernel from touching anything else.
+
+``SandboxedKernelManager`` starts the kernel the way the grader's worker runs:
+under bubblewrap, in new user, PID, network, IPC and mount namespaces, with the
+system's libraries and the Python environment read-only (the grader's package
+and the reference covered, so the hidden regions of the test cells find no
+``autograder`` to import, and their verdict comes from ``TrustedGrades``), the
+notebook's folder read-only, and a private /tmp. It talks to nbgrader over
+unix sockets in a folder of its own (the ``ipc`` transport: there is no network
+inside), and an interrupt goes as a message, since a signal to bubblewrap does
+not reach the kernel. The kernel and everything it started die with it.
+
+Registered in the course's ``nbgrader_config.py`` as the ``Execute``
+preprocessor's ``kernel_manager_class``.
+"""
+
+import os
+import shutil
+import tempfile
+
+from jupyter_client import AsyncKernelManager
+
+from autograder.sandbox import bubblewrap, sandbox_options
+
+# What the kernel gets as its environment: nothing of the instructor's but the language and the path.
+KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """An AsyncKernelManager whose kernel runs under bubblewrap (see the module's docstring)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._sockets = tempfile.mkdtemp(prefix="kernel-sockets-")
+        self.transport = "ipc"
+        self.ip = os.path.join(self._sockets, "kernel")
+
+    async def _async_pre_start_kernel(self, **kwargs):
+        if bubblewrap() is None:
+            raise RuntimeError("bubblewrap (bwrap) is not installed, so the notebook's kernel cannot be sandboxed. "
+                               "Install it (Debian/Ubuntu: apt-get install bubblewrap).")
+        command, kwargs = await super()._async_pre_start_kernel(**kwargs)
+        self.kernel_spec.interrupt_mode = "message"
+        folder = os.path.realpath(kwargs.get("cwd") or os.getcwd())
+        connection = os.path.realpath(self.connection_file)
+        options, _ = sandbox_options()
+        # Inside, the kernel's parent is bubblewrap's init, pid 1, and the launcher's JPY_PARENT_PID is no
+        # process there: ipykernel would think its parent gone. --die-with-parent does that job here.
+        options += ["--unsetenv", "JPY_PARENT_PID", "--bind", self._sockets, self._sockets,
+                    "--ro-bind", connection, connection, "--ro-bind", folder, folder, "--chdir", folder]
+        environment = {name: value for name, value in (kwargs.get("env") or os.environ).items()
+                       if name in KEPT_VARIABLES}  # not JPY_PARENT_PID: inside, the parent is pid 1
+        environment.update({"HOME": "/tmp", "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp", "IPYTHONDIR": "/tmp/.ipython",
+                            "JUPYTER_RUNTIME_DIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
+        kwargs["env"] = environment
+        return options + command, kwargs
+
+    async def _async_cleanup_resources(self, restart=False):
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            shutil.rmtree(self._sockets, ignore_errors=True)

@@ -1,0 +1,85 @@
+"""The notebook's kernel under bubblewrap, as `nbgrader autograde` starts it with the course config.
+
+A real ipykernel, started by nbclient with SandboxedKernelManager: what the student's code can reach
+from the kernel, and what is left once the notebook has run.
+"""
+
+import os
+import signal
+import time
+import uuid
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder.build import REFERENCE, ROOT
+from autograder.sandbox import bubblewrap
+
+pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap) is not installed here")
+
+
+def _run(cells, folder, timeout=60):
+    from autograder.kernel_sandbox import SandboxedKernelManager
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    client = NotebookClient(notebook, timeout=timeout, kernel_manager_class=SandboxedKernelManager,
+                            resources={"metadata": {"path": str(folder)}}, interrupt_on_timeout=True,
+                            allow_errors=True)
+    client.execute()
+    return ["".join(output.get("text", "") or output.get("ename", "") for output in cell.outputs)
+            for cell in notebook.cells]
+
+
+def test_the_kernel_cannot_reach_the_grader_the_gradebook_or_the_network(tmp_path):
+    folder, course = tmp_path / "autograded" / "alice", tmp_path / "course"
+    folder.mkdir(parents=True)
+    course.mkdir()
+    (course / "gradebook.db").write_text("grades")
+    marker = f"kernel-{uuid.uuid4().hex[:8]}"
+    outputs = _run([
+        "import os, socket\nprint(sorted(os.listdir('.')))",
+        f"print([os.path.exists(p) for p in ({str(REFERENCE)!r}, {str(ROOT / 'autograder')!r}, {str(course)!r})])",
+        "try:\n    import autograder, solutions\n    print('imported')\nexcept ImportError:\n    print('no grader')",
+        f"for path in ({str(course / 'gradebook.db')!r}, {str(folder / marker)!r}, {str(ROOT / marker)!r}):\n"
+        "    try:\n        open(path, 'w').write('0')\n        print('wrote', path)\n    except OSError as error:\n"
+        "        print('refused', error.errno)",
+        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('connected')\n"
+        "except OSError:\n    print('no network')",
+    ], folder)
+    assert outputs[0].strip() == "[]"
+    assert outputs[1].strip() == "[False, False, False]"
+    assert outputs[2].strip() == "no grader"
+    assert "wrote" not in outputs[3] and outputs[3].count("refused") == 3, outputs[3]
+    assert outputs[4].strip() == "no network"
+    assert (course / "gradebook.db").read_text() == "grades"
+    assert not (folder / marker).exists() and not (ROOT / marker).exists()
+
+
+def test_a_daemon_started_in_the_kernel_dies_with_it_and_an_endless_cell_is_interrupted(tmp_path):
+    marker = f"daemon-{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    outputs = _run([
+        f"import subprocess, sys, time\ndaemon = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', "
+        f"'{marker}'], start_new_session=True)\ntime.sleep(0.5)\nprint('started' if daemon.poll() is None else 'died')",
+        "while True:\n    pass",
+        "print('after the interrupt')",
+    ], tmp_path, timeout=5)
+    assert outputs[0].strip() == "started"
+    assert "KeyboardInterrupt" in outputs[1]
+    assert outputs[2].strip() == "after the interrupt"
+    assert time.monotonic() - started < 60
+    time.sleep(0.5)
+    survivors = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if marker.encode() in handle.read():
+                        survivors.append(int(entry))
+            except OSError:
+                pass
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert survivors == []
