@@ -7,10 +7,11 @@ import os
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades, SaveAutoGrades
+from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, SaveAutoGrades
 
 from autograder import rubric
-from autograder.nbgrader_bridge import TrustedGrades
+from autograder.kernel_sandbox import SandboxedKernelManager
+from autograder.nbgrader_bridge import BoundedExecute, TrustedGrades
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -23,12 +24,26 @@ c.ClearSolutions.code_stub = {
 }
 
 # The default 30 s per cell is too tight for a cold `import torch` on a slow grading machine.
-# A cell that runs past the limit is interrupted and scores 0; the rest of the notebook is still graded.
+# A cell that runs past the limit is interrupted and the rest of the notebook still runs.
 c.Execute.timeout = rubric.NOTEBOOK_CELL_SECONDS
 c.Execute.interrupt_on_timeout = True
 # Short tracebacks (the exception line only), so a failing hidden check shows its message and
 # never the hidden code that raised it. The first argument is nbgrader's own default.
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--InteractiveShell.xmode=Minimal"]
+
+# nbgrader runs the notebook in a kernel with the instructor's rights, and by default one notebook can
+# stop it: when its kernel dies (os._exit, a crash) or ignores the interrupt, nbgrader gives up on the
+# whole submission and saves no grades, and a function that loops forever costs the cell limit in every
+# cell that calls it. BoundedExecute (in place of Execute, below) gives the whole notebook this budget, goes on
+# to the grades when the kernel dies or hangs, caps each cell's output as it arrives, limits the kernel's
+# memory and kills whatever it leaves running (autograder/nbgrader_bridge.py).
+c.BoundedExecute.notebook_seconds = rubric.NOTEBOOK_SECONDS
+
+# The kernel runs with the instructor's rights by default: the student's code in it could rewrite
+# gradebook.db, the grader's files or another student's notebook, or start a process that does so
+# later. Here it runs under bubblewrap, as the grader's worker does: no network, the notebook's folder
+# read-only, the grader and the reference out of sight (autograder/kernel_sandbox.py).
+c.BoundedExecute.kernel_manager_class = SandboxedKernelManager
 
 # A student who deletes a graded cell is still graded on it: the cell is put back from the gradebook.
 c.OverwriteCells.add_missing_cells = True
@@ -42,8 +57,10 @@ c.Autograde.exclude_overwriting = {}
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
 
 # The grade of each graded cell comes from the kit's grader, run out of the student's kernel on the
-# notebook's code (autograder/nbgrader_bridge.py), just before nbgrader saves the grades. The list
-# replaces nbgrader's whole list, so it is built from nbgrader's own default.
-_steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
+# notebook's code (autograder/nbgrader_bridge.py), just before nbgrader saves the grades; the notebook
+# runs in the kernel under BoundedExecute. The list replaces nbgrader's whole list, so it is built from
+# nbgrader's own default.
+_steps = [BoundedExecute if step is Execute else step
+          for step in Autograde.class_traits()["autograde_preprocessors"].default()]
 _save = _steps.index(SaveAutoGrades)
 c.Autograde.autograde_preprocessors = _steps[:_save] + [TrustedGrades] + _steps[_save:]

@@ -12,7 +12,8 @@ under bubblewrap, in new user, PID, network, IPC and mount namespaces, with the
 system's libraries and the Python environment read-only (the grader's package
 and the reference covered, so the hidden regions of the test cells find no
 ``autograder`` to import, and their verdict comes from ``TrustedGrades``), the
-notebook's folder read-only, and a private /tmp. It talks to nbgrader over
+notebook's folder read-only, a private /tmp, and the worker's address-space
+limit (``prlimit``, inside). It talks to nbgrader over
 unix sockets in a folder of its own (the ``ipc`` transport: there is no network
 inside), and an interrupt goes as a message, since a signal to bubblewrap does
 not reach the kernel. The kernel and everything it started die with it.
@@ -26,7 +27,9 @@ import shutil
 import tempfile
 
 from jupyter_client import AsyncKernelManager
+from traitlets import Integer
 
+from autograder import rubric
 from autograder.sandbox import bubblewrap, sandbox_options
 
 # What the kernel gets as its environment: nothing of the instructor's but the language and the path.
@@ -35,6 +38,8 @@ KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_
 
 class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernel runs under bubblewrap (see the module's docstring)."""
+
+    memory_bytes = Integer(rubric.MEMORY_BYTES, help="Address-space limit of the kernel").tag(config=True)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -60,7 +65,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         environment.update({"HOME": "/tmp", "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp", "IPYTHONDIR": "/tmp/.ipython",
                             "JUPYTER_RUNTIME_DIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"})
         kwargs["env"] = environment
-        return options + command, kwargs
+        # The limits are set inside, on the kernel itself: set from outside they would bind bubblewrap only.
+        limits = [shutil.which("prlimit") or "/usr/bin/prlimit", f"--as={self.memory_bytes}", "--core=0", "--"] \
+            if shutil.which("prlimit") else []
+        return options + limits + command, kwargs
 
     async def _async_cleanup_resources(self, restart=False):
         await super()._async_cleanup_resources(restart=restart)

@@ -17,18 +17,44 @@
    a visible check that failed or a check that was tampered with, no longer
    counts, so the gradebook holds exactly the scores of
    ``python -m autograder grade``.
+
+Before either, nbgrader runs the whole notebook in a kernel, with the instructor's rights, for the
+pictures and printed output of the feedback. ``BoundedExecute`` runs it in place of nbgrader's
+``Execute`` so that nothing a notebook does there can cost a submission its row or hold up the class:
+a time budget for the whole notebook, a kernel that dies or hangs ends the kernel's run and not the
+submission's, outputs capped as they arrive, the worker's memory limit on the kernel, and whatever the
+kernel leaves running killed when it is done.
 """
 
 import contextlib
+import ctypes
 import io
+import json
+import logging
+import math
+import os
+import resource
+import signal
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
 import torch
 
 from autograder import rubric, worker
+
+try:  # the kit is usable without nbgrader; only the course needs it
+    from nbgrader.preprocessors import Execute as _Execute, NbGraderPreprocessor as _Preprocessor
+    from traitlets import Float, Integer
+except ImportError:
+    _Execute = _Preprocessor = object
+
+    def Integer(default, **_):  # noqa: N802  (traitlets' names: without them, plain class attributes)
+        return default
+
+    Float = Integer
 
 _built = {}
 
@@ -122,16 +148,11 @@ def hidden_check(test_id):
     return None if result.passed else result.score
 
 
-def _nbgrader_preprocessor_base():
-    try:
-        from nbgrader.preprocessors import NbGraderPreprocessor
-    except ImportError:  # the kit is usable without nbgrader; only the course needs it
-        return object
-    return NbGraderPreprocessor
-
-
-class TrustedGrades(_nbgrader_preprocessor_base()):
+class TrustedGrades(_Preprocessor):
     """An autograde preprocessor: each graded cell's output is the kit's verdict, reached out of the kernel."""
+
+    wall_seconds = Float(rubric.WALL_SECONDS, help="Time limit of one submission in the grader").tag(config=True)
+    task_seconds = Float(rubric.TASK_SECONDS, help="Time limit of one task in the grader").tag(config=True)
 
     _grader = None  # one per nbgrader process: the hidden cases are built once for the whole class
 
@@ -139,9 +160,11 @@ class TrustedGrades(_nbgrader_preprocessor_base()):
         import nbformat
 
         from autograder.grade import Grader
+        from autograder.sandbox import Limits
 
         if TrustedGrades._grader is None:
-            TrustedGrades._grader = Grader()
+            limits = Limits(wall_seconds=self.wall_seconds, task_seconds=self.task_seconds)
+            TrustedGrades._grader = Grader(limits=limits)
         with tempfile.TemporaryDirectory(prefix="trusted-grades-") as folder:
             path = Path(folder) / f"{rubric.ASSIGNMENT}.ipynb"
             path.write_text(nbformat.writes(nb), encoding="utf-8")
@@ -165,3 +188,258 @@ class TrustedGrades(_nbgrader_preprocessor_base()):
         notes = "".join(f"\n  {note}" for note in result.notes)
         self.log.info("The kit's grader, out of the kernel: %g of %g points%s", result.score, result.max_score, notes)
         return nb, resources
+
+
+# The kernel's run under `nbgrader autograde`: bounded, and never the end of a submission.
+
+CELL_TEXT_CHARACTERS = rubric.OUTPUT_BYTES  # printed text one cell may add to the notebook, as the CLI keeps
+CELL_OUTPUT_CHARACTERS = 2 * 1024**2  # everything one cell may add; the course's largest picture is 260 KB
+
+
+def _runs(cell):
+    return cell.cell_type == "code" and bool(cell.source.strip())
+
+
+def _size(msg_type, content):
+    """How many characters an output message would add to the notebook."""
+    if msg_type == "stream":
+        return len(content.get("text") or "")
+    if msg_type == "error":
+        return len(str(content.get("evalue") or "")) + sum(len(str(line)) for line in content.get("traceback") or [])
+    return sum(len(value) if isinstance(value, str) else len(json.dumps(value))
+               for value in (content.get("data") or {}).values())
+
+
+def _note(text):
+    import nbformat
+
+    return nbformat.v4.new_output("stream", name="stdout", text=f"[grader] {text}\n")
+
+
+class _StudentsDoing(logging.LoggerAdapter):
+    """nbclient's log with its ERROR lines (a cell ran out of time, the kernel died) as warnings.
+
+    They report what a student's code did, not a failure of the grading run: the submission keeps its row.
+    """
+
+    def log(self, level, msg, *args, **kwargs):
+        super().log(min(level, logging.WARNING), msg, *args, **kwargs)
+
+
+def _processes():
+    """{pid: (state, parent pid)} of every process in /proc; empty where there is no /proc."""
+    found = {}
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            found[int(entry.name)] = (fields[0], int(fields[1]))
+    return found
+
+
+def _tree(roots, processes):
+    """``roots`` and every process below them."""
+    children = {}
+    for pid, (_, parent) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@contextlib.contextmanager
+def _strays_killed(log):
+    """Whatever the kernel leaves running (a detached daemon) is killed when the block ends.
+
+    While the block runs, this process is a child subreaper (Linux): a process below it whose parent
+    exits, a double-forked daemon in a session of its own included, becomes its child instead of init's.
+    Its new children are then the kernel's leftovers, killed with everything below them.
+    """
+    me = os.getpid()
+    ours = {pid for pid, (_, parent) in _processes().items() if parent == me}  # the grader's own children
+    try:
+        adopting = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        adopting = False
+    try:
+        yield
+    finally:
+        killed, deadline = set(), time.monotonic() + 10
+        while time.monotonic() < deadline:
+            processes = _processes()
+            strays = {pid for pid, (state, parent) in processes.items()
+                      if parent == me and pid not in ours and state not in "ZX"}
+            if not strays:
+                break
+            for pid in _tree(strays, processes):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.add(pid)
+            time.sleep(0.05)
+        for pid in killed:  # those that were our children (the others are reaped by init)
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, os.WNOHANG)
+        if adopting:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        if killed:
+            log.warning("Killed %d process(es) the notebook's kernel left running", len(killed))
+
+
+class BoundedExecute(_Execute):
+    """nbgrader's Execute, bounded: no notebook can cost a submission its row or hold up the class.
+
+    * A time budget for the whole notebook (``notebook_seconds``): each cell may run for what is left of it
+      (and at most ``Execute.timeout``); once it is spent, the cells after are not run in the kernel.
+    * A kernel that dies (``os._exit``, a crash) or does not stop when interrupted ends the kernel's run,
+      not the submission's: the cells after get a note and nbgrader goes on to TrustedGrades.
+    * What one cell's outputs add to the notebook is capped as they arrive, so a flood never reaches memory
+      or disk: printed text to the rubric's ``OUTPUT_BYTES``, everything to ``CELL_OUTPUT_CHARACTERS``.
+    * The kernel gets the worker's address-space limit, and whatever it leaves running is killed.
+    """
+
+    notebook_seconds = Integer(rubric.NOTEBOOK_SECONDS, help="Seconds the whole notebook may run in the kernel; "
+                               "the cells after are not run there").tag(config=True)
+    kernel_memory_bytes = Integer(rubric.MEMORY_BYTES, help="Address-space limit of the kernel").tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        from nbclient.client import NotebookClient
+
+        # What nbconvert's ExecutePreprocessor.preprocess does, with the kernel's failures caught.
+        NotebookClient.__init__(self, nb, km)
+        self.reset_execution_trackers()
+        self._check_assign_resources(resources)
+        if not isinstance(self.log, _StudentsDoing):
+            self.log = _StudentsDoing(self.log, {})
+        self._deadline = time.monotonic() + self.notebook_seconds
+        self._ran, self._text_kept, self._all_kept, self._left_out = set(), 0, 0, 0
+        stopped = ""
+        with _strays_killed(self.log):
+            try:
+                with self.setup_kernel():
+                    self._limit_kernel()
+                    stopped = self._run_cells(resources)
+            except Exception as error:  # the kernel did not start, or did not stop cleanly
+                stopped = stopped or f"the kernel failed ({error!r})"
+                # Before any cell ran, no student's code was involved: the grading machine needs a look.
+                (self.log.warning if self._ran else self.log.error)("The notebook's kernel failed: %r", error)
+        if stopped:
+            for index, cell in enumerate(self.nb.cells):
+                if _runs(cell) and index not in self._ran:
+                    cell.outputs = [_note(f"Not run in the kernel: {stopped}. Your grade does not depend on "
+                                          "it: the grader runs your functions apart.")]
+            self.log.warning("The kernel stopped early: %s; the grades come from the kit's grader all the same",
+                             stopped)
+        self.set_widgets_metadata()
+        return self.nb, self.resources
+
+    def _run_cells(self, resources):
+        """Run the cells in order until the budget is spent or the kernel is lost; returns why it stopped."""
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        info = self.wait_for_reply(self.kc.kernel_info())
+        if info is None:
+            self._stop_kernel()
+            return "the kernel did not answer"
+        self.nb.metadata["language_info"] = info["content"]["language_info"]
+        for index, cell in enumerate(self.nb.cells):
+            if not _runs(cell):
+                continue
+            if time.monotonic() >= self._deadline:
+                self._stop_kernel()
+                return f"the notebook's time budget of {self.notebook_seconds} s ran out"
+            self._ran.add(index)
+            self._text_kept = self._all_kept = self._left_out = 0
+            try:
+                self.preprocess_cell(cell, resources, index)
+            except DeadKernelError:
+                cell.outputs.append(_note("The kernel died while this cell ran (os._exit(), a crash?)."))
+                return "the kernel died"
+            except CellTimeoutError:
+                cell.outputs.append(_note("This cell ran past its time limit and the kernel did not stop when "
+                                          "interrupted, so it was shut down."))
+                self._stop_kernel()
+                return "the kernel did not stop when interrupted"
+            finally:
+                self._cap_errors(cell)
+                if self._left_out:
+                    cell.outputs.append(_note(f"{self._left_out} more characters of output were left out: a cell "
+                                              f"may print {CELL_TEXT_CHARACTERS} and add {CELL_OUTPUT_CHARACTERS} "
+                                              "in all."))
+            if time.monotonic() >= self._deadline:
+                cell.outputs.append(_note(f"The notebook's time budget of {self.notebook_seconds} s in the kernel "
+                                          "ran out while this cell ran."))
+        return ""
+
+    def _limit_kernel(self):
+        pid = getattr(self.km.provisioner, "pid", None)
+        if pid is None or hasattr(self.km, "memory_bytes"):  # a sandboxed kernel is limited inside its sandbox
+            return
+        for limit, value in ((resource.RLIMIT_AS, self.kernel_memory_bytes), (resource.RLIMIT_CORE, 0)):
+            try:
+                resource.prlimit(pid, limit, (value, value))
+            except (OSError, ValueError) as error:
+                self.log.warning("Could not limit the kernel's resources: %r", error)
+
+    def _stop_kernel(self):
+        from jupyter_core.utils import run_sync
+
+        try:
+            run_sync(self.km.shutdown_kernel)(now=True)
+        except Exception as error:  # it may be gone already
+            self.log.warning("Could not shut the kernel down: %r", error)
+
+    def _get_timeout(self, cell):
+        # Each cell gets what is left of the notebook's budget, and at most its own limit.
+        timeout = super()._get_timeout(cell)
+        left = max(1, math.ceil(self._deadline - time.monotonic()))
+        return left if timeout is None else min(timeout, left)
+
+    def output(self, outs, msg, display_id, cell_index):
+        # Called for each output message as it arrives: what does not fit is never kept.
+        content, msg_type = msg["content"], msg["msg_type"]
+        size = _size(msg_type, content)
+        room = CELL_OUTPUT_CHARACTERS - self._all_kept
+        if msg_type == "stream":
+            room = min(room, CELL_TEXT_CHARACTERS - self._text_kept)
+        if size > room:
+            if msg_type != "stream" or room <= 0:
+                self._left_out += size
+                return None
+            self._left_out += size - room
+            msg = {**msg, "content": {**content, "text": content["text"][:room]}}
+            size = room
+        self._all_kept += size
+        if msg_type == "stream":
+            self._text_kept += size
+        return super().output(outs, msg, display_id, cell_index)
+
+    def _update_display_id(self, display_id, msg):
+        # A display updated in place may not grow past what one cell may add.
+        if _size(msg["msg_type"], msg["content"]) <= CELL_OUTPUT_CHARACTERS:
+            super()._update_display_id(display_id, msg)
+
+    def _cap_errors(self, cell):
+        # nbgrader copies the error of the kernel's reply into the cell, past output(): cap it here.
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and _size("error", output) > CELL_TEXT_CHARACTERS:
+                output["evalue"] = str(output.get("evalue", ""))[:CELL_TEXT_CHARACTERS // 2]
+                lines, room = [], CELL_TEXT_CHARACTERS // 2
+                for line in output.get("traceback") or []:
+                    lines.append(str(line)[:room])
+                    room -= len(lines[-1])
+                    if room <= 0:
+                        break
+                output["traceback"] = lines

@@ -77,6 +77,10 @@ OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
 # `nbgrader autograde` (nbgrader's own default, 30 s, is too tight for a cold torch import on a slow machine).
 ASSIGNMENT = "positional_encodings"
 NOTEBOOK_CELL_SECONDS = 120
+# The most one notebook may run in its kernel under `nbgrader autograde`, all cells together; the cells after
+# that are not run there. The grades do not come from the kernel, only the pictures and printed output of
+# the feedback do. The reference needs about 10 s here; the budget leaves room for a slow, cold machine.
+NOTEBOOK_SECONDS = 300
 
 # The timing tier. Each path is timed only when the correctness tests of all its tasks pass.
 TIMING = Task("timing", "Speed of the score path (timing tier)", ())

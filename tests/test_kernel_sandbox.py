@@ -47,12 +47,15 @@ def test_the_kernel_cannot_reach_the_grader_the_gradebook_or_the_network(tmp_pat
         "        print('refused', error.errno)",
         "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('connected')\n"
         "except OSError:\n    print('no network')",
+        "import torch\ntry:\n    kept = torch.empty(16 * 1024**3, dtype=torch.uint8)\n    print('allocated')\n"
+        "except RuntimeError:\n    print('refused')",
     ], folder)
     assert outputs[0].strip() == "[]"
     assert outputs[1].strip() == "[False, False, False]"
     assert outputs[2].strip() == "no grader"
     assert "wrote" not in outputs[3] and outputs[3].count("refused") == 3, outputs[3]
     assert outputs[4].strip() == "no network"
+    assert outputs[5].strip() == "refused"  # 16 GiB of address space, past the worker's limit
     assert (course / "gradebook.db").read_text() == "grades"
     assert not (folder / marker).exists() and not (ROOT / marker).exists()
 

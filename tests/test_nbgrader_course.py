@@ -3,7 +3,9 @@
 In a temporary course folder: `python -m autograder release` (nbgrader's generate_assignment plus the
 self-check files) -> notebooks of several students in submitted/ -> `nbgrader autograde` ->
 `nbgrader generate_feedback` -> `nbgrader export`. The gradebook must agree, test for test, with
-`python -m autograder grade` on the same notebooks.
+`python -m autograder grade` on the same notebooks. The class holds the red-team corpus too
+(tests/red_team_corpus.py), each attack in the first solution cell of a notebook: in the kernel it dies,
+hangs, floods, forks or reads the disk, and still every notebook gets its row, each hostile one 0.
 """
 
 import csv
@@ -12,7 +14,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+import uuid
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,10 +27,17 @@ from autograder import rubric
 from autograder.build import REFERENCE, ROOT, solution_regions
 from autograder.course import COURSE, NOTEBOOK, function_source, release, run_nbgrader
 from autograder.demo import MISTAKES, apply
+from autograder.nbgrader_bridge import BoundedExecute
+from red_team_corpus import corpus, processes_named, student_notebook
 
 ASSIGNMENT = rubric.ASSIGNMENT
 MISTAKE_BY_NAME = {mistake.name: mistake for mistake in MISTAKES}
 WRONG_ANSWERS = ("sin_cos_swapped", "bucket_sign_flipped", "scaled_bias")
+HOSTILE = tuple(corpus(Path("unused")))
+# Shorter limits than the course's, for this run only, on nbgrader's command line: in the kernel, a cell
+# may run 8 s and the whole notebook 25 s (the reference needs at most 2 s and 8 to 14 s here), so the
+# attack that loops in every call runs out of the notebook's budget; the kit's grader gets quick_grader's.
+CELL_SECONDS, NOTEBOOK_SECONDS = 8, 25
 
 
 HOSTILE_CELL = """\
@@ -94,8 +106,26 @@ def _class_of_students(release_notebook, reference_text):
     return students
 
 
+def _git_status():
+    return subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True,
+                          text=True).stdout
+
+
+def _processes_in(folder):
+    """The processes whose working folder is in ``folder``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(os.readlink(entry / "cwd")).is_relative_to(folder):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
 @pytest.fixture(scope="module")
-def course(tmp_path_factory, reference_text):
+def course(tmp_path_factory, reference_text, quick_grader):
     root = tmp_path_factory.mktemp("nbgrader")
     course = root / "course"
     course.mkdir()
@@ -104,17 +134,37 @@ def course(tmp_path_factory, reference_text):
     folder, archive = release(root / "dist", course=course)
     released = course / "release" / ASSIGNMENT
     students = _class_of_students(json.loads((released / NOTEBOOK).read_text()), reference_text)
+    traces = root / f"red-team-{uuid.uuid4().hex[:10]}"
+    traces.mkdir()
+    for name, attack in corpus(traces).items():
+        students[name] = student_notebook(json.loads((released / NOTEBOOK).read_text()), attack)
     for name, notebook in students.items():
         target = course / "submitted" / name / ASSIGNMENT
         target.mkdir(parents=True)
         (target / NOTEBOOK).write_text(json.dumps(notebook, indent=1))
         shutil.copy(released / "checks.py", target)
-    # run_nbgrader fails on any ERROR in nbgrader's log: a config file that did not load is one.
-    autograde = run_nbgrader(["autograde", ASSIGNMENT, "--force"], course=course)
+    limits = quick_grader.limits
+    flags = [f"--Execute.timeout={CELL_SECONDS}", f"--BoundedExecute.notebook_seconds={NOTEBOOK_SECONDS}",
+             f"--TrustedGrades.wall_seconds={limits.wall_seconds}",
+             f"--TrustedGrades.task_seconds={limits.task_seconds}"]
+    before = _git_status()
+    # The command-line grades, with the same limits, on the other core while nbgrader works (one at a time).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        from_cli = pool.submit(quick_grader.grade_many, [course / "submitted" / name for name in students])
+        # run_nbgrader fails on any ERROR in nbgrader's log: a config file that did not load is one, and so
+        # is a submission nbgrader gave up on.
+        autograde = run_nbgrader(["autograde", ASSIGNMENT, "--force", *flags], course=course)
+        cli = {result.name: result for result in from_cli.result()}
+    deadline = time.monotonic() + 5  # a killed process may take a moment to go
+    while (processes_named(traces.name) or _processes_in(root)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left_running = processes_named(traces.name) + _processes_in(root)
+    after = _git_status()
     run_nbgrader(["generate_feedback", ASSIGNMENT, "--force"], course=course)
     run_nbgrader(["export", "--to", str(course / "grades.csv")], course=course)
     return SimpleNamespace(path=course, released=released, student_folder=folder, archive=archive,
-                           students=students, autograde_log=autograde.stdout)
+                           students=students, autograde_log=autograde.stdout, cli=cli, traces=traces,
+                           left_running=left_running, git_before=before, git_after=after)
 
 
 def _gradebook_scores(course, student):
@@ -135,7 +185,7 @@ def test_reference_gets_full_marks_and_the_blank_release_zero(course):
     assert totals["reference"] == rubric.MAX_SCORE == 100
     assert totals["blank"] == 0
     assert totals["disarms_the_checks"] == 0  # the kernel's checks were disarmed; the grade was not taken there
-    assert set(totals) == set(course.students)
+    assert set(totals) == set(course.students)  # a row for each, the hostile ones included
 
 
 def test_each_graded_cell_carries_the_points_of_its_rubric_test(course):
@@ -146,11 +196,72 @@ def test_each_graded_cell_carries_the_points_of_its_rubric_test(course):
     assert cells == {test.id: test.points for test in rubric.TESTS}
 
 
-def test_gradebook_agrees_with_the_command_line_grader_test_for_test(course, grader):
+def test_gradebook_agrees_with_the_command_line_grader_test_for_test(course):
     for student in course.students:
         in_gradebook = _gradebook_scores(course, student)
-        from_cli = {test.id: test.score for test in grader.grade(course.path / "submitted" / student).tests}
+        from_cli = {test.id: test.score for test in course.cli[student].tests}
         assert in_gradebook == from_cli, student
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_notebook_has_a_row_with_0_on_every_test(course, name):
+    assert _gradebook_scores(course, name) == {test.id: 0 for test in rubric.TESTS}
+
+
+def _printed(cell):
+    """The text a cell printed (nbformat may store it as a list of lines)."""
+    texts = [output.get("text", "") for output in cell.get("outputs", [])]
+    return "".join("".join(text) if isinstance(text, list) else text for text in texts)
+
+
+def _notes(course, student):
+    """{cell id: the grader's notes in its outputs} of the autograded notebook."""
+    return {cell.get("id"): "".join(line for line in _printed(cell).splitlines(True) if "[grader]" in line)
+            for cell in _autograded(course, student)["cells"] if cell["cell_type"] == "code"}
+
+
+def test_a_kernel_that_dies_ends_the_kernels_run_and_not_the_submissions(course):
+    for student in ("os_exit_at_import", "os_exit_in_a_call"):
+        notes = _notes(course, student)
+        assert "Not run in the kernel: the kernel died" in notes["demo-t5-bias-picture"], student
+
+
+def test_a_kernel_that_ignores_the_interrupt_is_shut_down(course):
+    notes = _notes(course, "ignores_sigterm")
+    assert "the kernel did not stop when interrupted" in notes["demo-learned-picture"]
+
+
+def _seconds_in_the_kernel(notebook):
+    """From the first cell sent to the kernel to the last message back, by nbclient's timestamps."""
+    from datetime import datetime
+
+    stamps = [datetime.fromisoformat(stamp.replace("Z", "+00:00")) for cell in notebook["cells"]
+              for stamp in (cell.get("metadata", {}).get("execution") or {}).values()]
+    return (max(stamps) - min(stamps)).total_seconds()
+
+
+def test_the_notebook_runs_in_the_kernel_for_its_budget_and_no_longer(course):
+    looping = _autograded(course, "loop_in_a_call")
+    assert _seconds_in_the_kernel(looping) < NOTEBOOK_SECONDS + 2  # the last cell: interrupted, then answered
+    notes = _notes(course, "loop_in_a_call")
+    for cell in ("demo-learned-picture", "sinusoidal-table", "demo-t5-bias-picture"):
+        assert f"Not run in the kernel: the notebook's time budget of {NOTEBOOK_SECONDS} s ran out" in notes[cell]
+    assert "[grader]" not in "".join(_notes(course, "reference").values())
+
+
+def test_a_flood_of_output_is_cut_as_it_arrives(course):
+    notebook = _autograded(course, "floods_output")
+    cell = next(cell for cell in notebook["cells"] if cell.get("id") == "demo-learned-picture")
+    printed = _printed(cell)
+    assert "more characters of output were left out" in printed
+    assert len(printed) < 2 * rubric.OUTPUT_BYTES
+    assert len(json.dumps(notebook)) < len(json.dumps(_autograded(course, "reference")))
+
+
+def test_nothing_is_left_running_or_changed_outside(course):
+    assert course.left_running == []  # the daemon forked in the kernel included
+    assert list(course.traces.iterdir()) == []  # nothing unpickled a forged result
+    assert course.git_before == course.git_after  # the repository, ignored files included, is as it was
 
 
 def test_a_wrong_answer_loses_only_its_own_task_and_the_timing_of_its_path(course):
@@ -343,8 +454,13 @@ def test_course_config_sets_each_nbgrader_trap_as_nbgrader_reads_it():
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(COURSE)).load_config()
     assert config.Execute.timeout == rubric.NOTEBOOK_CELL_SECONDS > 30
+    from nbgrader.preprocessors import Execute
+
     steps = [step.__name__ for step in config.Autograde.autograde_preprocessors]
-    assert steps.index("TrustedGrades") == steps.index("SaveAutoGrades") - 1 and steps[0] == "Execute"
+    assert steps.index("TrustedGrades") == steps.index("SaveAutoGrades") - 1 and steps[0] == "BoundedExecute"
+    assert "Execute" not in steps and issubclass(config.Autograde.autograde_preprocessors[0], Execute)
+    assert config.BoundedExecute.notebook_seconds == rubric.NOTEBOOK_SECONDS > rubric.NOTEBOOK_CELL_SECONDS
+    assert BoundedExecute.notebook_seconds.default_value == rubric.NOTEBOOK_SECONDS
     assert config.Execute.interrupt_on_timeout is True
     assert "--InteractiveShell.xmode=Minimal" in config.Execute.extra_arguments
     assert config.OverwriteCells.add_missing_cells is True
