@@ -15,6 +15,7 @@ from nbclient import NotebookClient
 
 from autograder.build import REFERENCE, ROOT
 from autograder.sandbox import bubblewrap
+from red_team_corpus import processes_named
 
 pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap) is not installed here")
 
@@ -76,15 +77,7 @@ def test_a_daemon_started_in_the_kernel_dies_with_it_and_an_endless_cell_is_inte
     assert outputs[2].strip() == "after the interrupt"
     assert time.monotonic() - started < 60
     time.sleep(0.5)
-    survivors = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                    if marker.encode() in handle.read():
-                        survivors.append(int(entry))
-            except OSError:
-                pass
+    survivors = processes_named(marker)
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
     assert survivors == []

@@ -18,6 +18,7 @@ import pytest
 from autograder.build import REFERENCE, ROOT
 from autograder.grade import Grader
 from autograder.sandbox import bubblewrap
+from red_team_corpus import processes_named
 
 pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap) is not installed here")
 
@@ -107,18 +108,6 @@ for address in (("127.0.0.1", 22), ("1.1.1.1", 53), ("8.8.8.8", 443)):
     assert "FINDINGS []" in _findings(sandboxed_grader, tmp_path, reference_text, probe)
 
 
-def _processes_with(marker):
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
 def test_a_detached_daemon_does_not_outlive_grading(sandboxed_grader, tmp_path, reference_text):
     marker = f"daemon-{uuid.uuid4().hex[:12]}"
     probe = f'''
@@ -133,9 +122,9 @@ if os.fork() == 0:
 '''
     _findings(sandboxed_grader, tmp_path, reference_text, probe)
     deadline = time.monotonic() + 5
-    while _processes_with(marker) and time.monotonic() < deadline:
+    while processes_named(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _processes_with(marker) == []
+    assert processes_named(marker) == []
 
 
 def test_the_reference_still_scores_full_marks_in_the_sandbox(sandboxed_grader, tmp_path, reference_text):
