@@ -65,6 +65,17 @@ def _grade(paths, args, show_feedback, sandbox):
                 result.name = name
     finally:
         grader.close()
+    written = []
+    if out:  # the class's files first: nothing printed below can keep them from being written
+        from autograder.summary import write_summary
+
+        report.write_atomically(Path(out) / "grades.csv", report.grades_csv(results))
+        try:
+            written = write_summary(results, out)
+        except Exception as error:  # the grader's own fault: say so where the summary would be
+            report.write_atomically(Path(out) / "summary.txt", f"The class summary could not be made ({error!r}); "
+                                    "the grades are in grades.csv and the JSON files.\n")
+            written = [Path(out) / "summary.txt"]
     if args.json:
         for result in results:
             print(json.dumps(result.to_gradescope()))
@@ -74,15 +85,16 @@ def _grade(paths, args, show_feedback, sandbox):
                 print(report.feedback(result), end="\n\n")
         print(report.table(results))
         graded = len(results) - resumed
+        faults = sum(1 for result in results if result.grader_fault)
         print(f"\n{graded} submission(s) graded in {time.monotonic() - started:.1f} s with {args.jobs} job(s)"
               + (f"; {resumed} already graded in {out} were kept (--force grades them again)" if resumed else "")
               + ".", file=sys.stderr)
-    if out:
-        from autograder.summary import write_summary
-
-        report.write_atomically(Path(out) / "grades.csv", report.grades_csv(results))
-        written = write_summary(results, out)
-        if not args.json:
+        if results:
+            print(f"Sandbox: {results[0].sandbox or 'none'}.", file=sys.stderr)
+        if faults:
+            print(f"{faults} submission(s) were not fully graded through a fault of the grader's (their rows say "
+                  "so)" + ("; run the same command again to grade them" if out else "") + ".", file=sys.stderr)
+        if out:
             print(f"Wrote {out}/: a JSON per student, grades.csv, "
                   + ", ".join(path.name for path in written) + ".", file=sys.stderr)
     return results

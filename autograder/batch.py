@@ -15,6 +15,8 @@ class summary (``summary.txt``, ``summary.png``; see summary.py).
 
 import hashlib
 import json
+import os
+import re
 import shutil
 import sys
 import threading
@@ -23,49 +25,63 @@ from pathlib import Path
 
 from autograder import rubric
 from autograder.build import REFERENCE, ROOT
+from autograder.inert import inert_line
 from autograder.load import submission_name
 from autograder.report import write_atomically
 
-FORMAT = 1  # of the per-student JSON; a file of another format is graded again
-MAX_HASHED_BYTES = 64 * 1024**2  # a student folder larger than this is fingerprinted by its file list only
+FORMAT = 2  # of the per-student JSON; a file of another format is graded again
 
 
 def unique_names(paths):
-    """A report name for each path: its submission name, numbered from the second time it is seen."""
+    """A report name for each path: its submission name, numbered from the second time it is seen.
+
+    Names are made inert (a folder name may hold terminal escapes or newlines: see autograder/inert.py).
+    """
     seen, names = {}, []
     for path in paths:
-        name = submission_name(path)
+        name = inert_line(submission_name(path), limit=120)
         count = seen.get(name, 0)
         seen[name] = count + 1
         names.append(f"{name}-{count + 1}" if count else name)
     return names
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def file_name(name, taken):
+    """The results file of submission ``name``: plain characters only, short, never hidden, unique in ``taken``.
+
+    A student names their folder; the grader names its files. Any other character becomes "_", and a name
+    that had to change gets a digest of the original so two students never share a file.
+    """
+    safe = _UNSAFE.sub("_", name)[:80].lstrip(".") or "submission"
+    if safe != name:
+        safe += "-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    candidate, number = safe, 1
+    while candidate.lower() in taken:
+        number += 1
+        candidate = f"{safe}-{number}"
+    taken.add(candidate.lower())
+    return candidate + ".json"
+
+
 def submission_fingerprint(path):
-    """A digest of what a submission holds: a file's bytes, or a folder's files (names and bytes)."""
-    path = Path(path)
-    digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
-    budget = MAX_HASHED_BYTES
-    for file in files:
-        digest.update(str(file.relative_to(path) if file != path else file.name).encode() + b"\0")
-        try:
-            size = file.stat().st_size
-            if size <= budget:
-                budget -= size
-                digest.update(file.read_bytes())
-            else:
-                digest.update(f"{size} bytes".encode())
-        except OSError as error:
-            digest.update(f"unreadable {error.errno}".encode())
-    return digest.hexdigest()
+    """A digest of what a submission holds (load.fingerprint: never follows a link, never blocks)."""
+    from autograder.load import fingerprint
+
+    try:
+        return fingerprint(path)
+    except Exception as error:  # the walker says why in its digest; this is for what it did not foresee
+        return hashlib.sha256(f"unfingerprinted {type(error).__name__}".encode()).hexdigest() + "-" + os.urandom(4).hex()
 
 
 def grading_fingerprint(seed, timing_mode):
     """A digest of what decides a grade besides the submission: rubric, reference, cases, grader, seed."""
     digest = hashlib.sha256(f"{FORMAT} {seed} {timing_mode}".encode())
     sources = [REFERENCE, ROOT / "autograder" / "rubric.py", ROOT / "autograder" / "compare.py",
-               ROOT / "autograder" / "grade.py", ROOT / "autograder" / "worker.py", ROOT / "autograder" / "timing.py"]
+               ROOT / "autograder" / "grade.py", ROOT / "autograder" / "worker.py", ROOT / "autograder" / "timing.py",
+               ROOT / "autograder" / "protocol.py", ROOT / "autograder" / "load.py"]
     sources += sorted((ROOT / "autograder" / "cases").glob("*.py"))
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
@@ -77,6 +93,7 @@ def result_to_json(result, submission_digest, grading_digest):
     data = result.to_gradescope()
     data["autograder"] = {
         "format": FORMAT, "name": result.name, "path": result.path, "notes": result.notes,
+        "sandbox": result.sandbox, "grader_fault": result.grader_fault,
         "submission": submission_digest, "grading": grading_digest,
         "tests": [{"id": t.id, "task": t.task, "score": t.score, "max_score": t.max_score, "output": t.output}
                   for t in result.tests],
@@ -92,11 +109,13 @@ def result_from_json(text, submission_digest, grading_digest):
         saved = json.loads(text)["autograder"]
         if (saved["format"], saved["submission"], saved["grading"]) != (FORMAT, submission_digest, grading_digest):
             return None
+        if saved.get("grader_fault"):  # not graded through the grader's fault: grade it again
+            return None
         tests = [TestResult(t["id"], t["task"], float(t["score"]), float(t["max_score"]), t["output"])
                  for t in saved["tests"]]
         if [t.id for t in tests] != [t.id for t in rubric.TESTS]:
             return None
-        return Result(saved["name"], saved["path"], tests, list(saved["notes"]))
+        return Result(saved["name"], saved["path"], tests, list(saved["notes"]), str(saved.get("sandbox", "")))
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -111,6 +130,7 @@ class Progress:
         self.lock = threading.Lock()
 
     def step(self, name, score, max_score, resumed=False):
+        name = inert_line(name, limit=120)
         with self.lock:
             self.done += 1
             what = "already graded" if resumed else f"{score:g}/{max_score:g}"
@@ -140,11 +160,13 @@ def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed
         stale.unlink(missing_ok=True)
     paths = [Path(path) for path in paths]
     names = unique_names(paths)
+    taken = set()
+    files = [out / file_name(name, taken) for name in names]
     grading = grading_fingerprint(seed, timing_mode)
     digests = [submission_fingerprint(path) for path in paths]
     results, todo = [None] * len(paths), []
     for index, (path, name) in enumerate(zip(paths, names)):
-        saved = out / f"{name}.json"
+        saved = files[index]
         earlier = None if force or not saved.is_file() else result_from_json(
             saved.read_text(encoding="utf-8", errors="replace"), digests[index], grading)
         if earlier is not None:
@@ -156,7 +178,10 @@ def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed
 
     def finished(index, result):
         result.name = names[index]
-        write_atomically(out / f"{names[index]}.json", result_to_json(result, digests[index], grading))
+        try:
+            write_atomically(files[index], result_to_json(result, digests[index], grading))
+        except (OSError, ValueError) as error:  # the disk, not the student: the row stays in memory and the CSV
+            result.notes.append(f"Its results file could not be written ({error}).")
         results[index] = result
         if progress:
             progress.step(result.name, result.score, result.max_score)

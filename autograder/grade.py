@@ -5,17 +5,23 @@ grades any number of submissions with them. Every submission gets a Result
 with a row for each rubric test, whatever the submission does.
 """
 
+import os
+import sys
+import time
 import traceback
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import rubric, timing
+from autograder import cgroups, rubric, timing
+from autograder.inert import inert
 from autograder.build import REFERENCE, strip_markers
 from autograder.cases import build_cases
 from autograder.load import LoadError, load, submission_name
-from autograder.sandbox import ForkServer, Limits, resolve_sandbox, run_submission, serialize_plan
+from autograder.sandbox import ForkServer, Limits, ServerFailed, resolve_sandbox, run_submission, serialize_plan
+
+MACHINE_ATTEMPTS = 3  # a job that the machine could not start is tried this many times before the row says so
 
 
 @dataclass
@@ -25,6 +31,7 @@ class TestResult:
     score: float
     max_score: float
     output: str
+    grader_fault: bool = False  # the grader could not check an output: not the student's doing
 
     @property
     def passed(self):
@@ -37,6 +44,8 @@ class Result:
     path: str
     tests: list
     notes: list = field(default_factory=list)
+    sandbox: str = ""  # how the code was contained: the sandbox tier and its limits
+    grader_fault: bool = False  # not graded through a fault of the grader's, not of the submission
 
     @property
     def score(self):
@@ -86,35 +95,57 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
 
     ``results`` maps case id to what the student's code returned (as the worker
     encodes it); ``failure`` says why a task has no results at all (it hung).
+    A test with ``needs`` gives its points only when the test it needs (of the same task, scored first)
+    passed or failed with a named mistake: see rubric.Test.
     """
-    graded = []
+    graded, works = [], {}
     for test in tests:
         functions = " and ".join(rubric.TASK_BY_NAME[test.task].functions)
         if failure:
             graded.append(TestResult(test.id, test.task, 0, test.points, f"{functions} did not finish: {failure}."))
             continue
-        problems, remarks = [], []
+        problems, remarks, named, unchecked = [], [], "", False
         for case in (case for case in cases if case.test == test.id):
             try:
                 verdict = case.check(results.get(case.id))
             except Exception as error:
-                verdict = None
-                problems.append(f"{case.label}: the grader could not check this output ({error!r}).")
+                verdict, unchecked = None, True
+                problems.append(f"{case.label}: the grader could not check this output ({inert(repr(error))}), "
+                                "through no fault of yours; please report it.")
             if verdict is not None and not verdict.passed:
                 problems.append(verdict.message)
+                named = verdict.mistake
             elif verdict is not None and verdict.message and verdict.message not in remarks:
                 remarks.append(verdict.message)
             if problems:
                 break  # the first failing case is the one worth reading
+        works[test.id] = not problems or bool(named)
+        if not problems and test.needs and not works.get(test.needs, False):
+            problems.append(f"{functions} refuses these arguments as it should, but it does not work on valid "
+                            f"ones ({test.needs} fails, and no known mistake explains it): the points for "
+                            "checking arguments go to a function that also computes its result.")
         if problems:
             output = problems[0]
             if "is not defined" in output and notes:
                 output += "\n" + "\n".join(notes)
-            graded.append(TestResult(test.id, test.task, 0, test.points, output))
+            graded.append(TestResult(test.id, test.task, 0, test.points, output, unchecked))
         else:
             graded.append(TestResult(test.id, test.task, test.points, test.points,
                                      "Passed: " + test.checks + "." + "".join("\n" + r for r in remarks)))
     return graded
+
+
+def _control_groups():
+    """The cgroup tree for this grading run's jobs, or None with the weaker limits said out loud."""
+    try:
+        return cgroups.Tree.detect()
+    except cgroups.Unavailable as why:
+        print(f"NOTE: no control group per job here ({why}). Each process of a job is limited on its own "
+              "(address space, CPU time, file size); the job as a whole is not: its memory, its number of "
+              "processes and its CPU share are bounded only by those, by its private folders' sizes and by "
+              "its time limit. Grade as root, or delegate a cgroup v2 folder (AUTOGRADER_CGROUP), for "
+              "per-job limits.", file=sys.stderr)
+        return None
 
 
 class Grader:
@@ -127,34 +158,67 @@ class Grader:
         self.cases = build_cases(seed)
         self.plan = serialize_plan(self.cases)
         self.timing_mode = timing_mode
+        self.groups = _control_groups()
+        self.limits.processes_by_rlimit = self.groups is None and self.limits.sandboxed and os.getuid() != 0
         self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
-                                                   self.limits.memory_bytes, self.limits.sandboxed)
+                                                   self.limits, self.groups)
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
-        self.server = ForkServer(self.limits.sandboxed)  # every submission's jobs are forks of it
+        self.server = ForkServer(self.limits.sandboxed, groups=self.groups)  # every job is a fork of it
+        self.tier = (("bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job")
+                     if self.limits.sandboxed else "NO SANDBOX") \
+            + (f", {self.groups.description}" if self.groups else ", per-process limits only (no cgroups"
+               + ("; processes per job by RLIMIT_NPROC)" if self.limits.processes_by_rlimit else ")"))
         weakref.finalize(self, self.references.close)
         weakref.finalize(self, self.server.close)
+        if self.groups is not None:
+            weakref.finalize(self, self.groups.close)
 
     def close(self):
         """Stop the fork servers: the students' and the reference's (kept between submissions)."""
         self.references.close()
         self.server.close()
+        if self.groups is not None:
+            self.groups.close()
 
     def grade(self, path):
-        """Grade one submission path (file or student folder). Never raises for a student's file."""
+        """Grade one submission path (file or student folder). Never raises, whatever the submission holds.
+
+        A fault of the grading machine (it could not start a job: out of processes or memory) is retried;
+        one that persists, and any other fault of the grader's own, gives a row that says so, marked
+        ``grader_fault`` so that a resumed class run grades it again.
+        """
         path = Path(path)
-        name = submission_name(path)
+        try:
+            name = submission_name(path)
+        except Exception:
+            name = "submission"
+        for attempt in range(1, MACHINE_ATTEMPTS + 1):
+            try:
+                result = self._grade(path, name)
+            except ServerFailed as error:
+                if attempt < MACHINE_ATTEMPTS:
+                    time.sleep(0.5 * attempt)
+                    continue
+                result = _all_failed(name, path, "Not graded, through no fault of the submission: the grading "
+                                     f"machine could not run it ({inert(str(error))}). Grade it again.")
+                result.grader_fault = True
+            except Exception as error:  # a fault of the grader's, not the student's: keep the row, say so
+                result = _all_failed(name, path, f"The grader failed on this submission ({inert(repr(error))}), "
+                                     "through no fault of the submission; please report it.",
+                                     [inert(traceback.format_exc(limit=4))])
+                result.grader_fault = True
+            result.sandbox = self.tier
+            return result
+
+    def _grade(self, path, name):
         try:
             submission = load(path)
         except LoadError as error:
             return _all_failed(name, path, f"Could not read the submission: {error}")
         except OSError as error:
             return _all_failed(name, path, f"Could not read the submission: {error.strerror or error}")
-        try:
-            with self.machine.shared():
-                outcome = run_submission(submission, self.plan, rubric.TASK_NAMES, self.limits, self.server)
-        except Exception as error:  # a fault of the grader's, not the student's: keep the row, say so
-            return _all_failed(submission.name, path, f"The grader failed on this submission ({error!r}); "
-                               "please report it.", [traceback.format_exc(limit=3)])
+        with self.machine.shared():
+            outcome = run_submission(submission, self.plan, rubric.TASK_NAMES, self.limits, self.server)
         if outcome.load_failure:
             stderr = outcome.stderr.strip()
             detail = f"\nLast output of your code:\n{stderr[-1500:]}" if stderr else ""
@@ -164,15 +228,20 @@ class Grader:
         tests = []
         for task in rubric.TASK_NAMES:
             tests.extend(self._grade_task(task, outcome, notes))
+        fault = False
         try:
             verdicts = timing.grade_tier(submission, {test.id for test in tests if test.passed}, self.timing_mode,
-                                         self.references, self.machine, self.limits.memory_bytes, self.server)
+                                         self.references, self.machine, self.limits, self.server)
             tests.extend(TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(lines))
                          for test, fraction, lines in verdicts)
-        except Exception as error:  # a fault of the grader's: the tier's rows stay, marked
-            tests.extend(TestResult(test.id, test.task, 0, test.points, f"The timing tier failed on this submission "
-                                    f"({error!r}); please report it.") for test in rubric.tests_of("timing"))
-        return Result(submission.name, str(path), tests, notes)
+        except Exception as error:  # the grader's fault, not the student's: the correctness rows stand
+            fault = True
+            tests.extend(TestResult(test.id, test.task, 0, test.points, "The timing tier failed on this "
+                                    f"submission ({inert(repr(error))}), through no fault of the submission; "
+                                    "grade it again, and please report it.") for test in rubric.tests_of("timing"))
+        result = Result(submission.name, str(path), tests, notes)
+        result.grader_fault = fault or any(test.grader_fault for test in tests)
+        return result
 
     def _grade_task(self, task, outcome, notes):
         return score_tests(rubric.tests_of(task), self.cases[task], outcome.results.get(task, {}),
@@ -187,7 +256,12 @@ class Grader:
         results = [None] * len(paths)
 
         def one(index):
-            results[index] = self.grade(paths[index])
+            try:
+                results[index] = self.grade(paths[index])
+            except BaseException as error:  # grade() never raises; if it ever did, the row stays all the same
+                results[index] = _all_failed(str(paths[index]), paths[index], "The grader failed on this "
+                                             f"submission ({inert(repr(error))}); please report it.")
+                results[index].grader_fault = True
             if on_result is not None:
                 on_result(index, results[index])
 

@@ -30,7 +30,7 @@ from jupyter_client import AsyncKernelManager
 from traitlets import Integer
 
 from autograder import rubric
-from autograder.sandbox import bubblewrap, sandbox_options
+from autograder.sandbox import READ_ONLY_ROOT, bubblewrap, sandbox_options
 
 # What the kernel gets as its environment: nothing of the instructor's but the language and the path.
 KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
@@ -60,6 +60,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         # process there: ipykernel would think its parent gone. --die-with-parent does that job here.
         options += ["--unsetenv", "JPY_PARENT_PID", "--bind", self._sockets, self._sockets,
                     "--ro-bind", connection, connection, "--ro-bind", folder, folder, "--chdir", folder]
+        options += READ_ONLY_ROOT if not os.path.exists("/dev/nvidiactl") else READ_ONLY_ROOT[2:]
         environment = {name: value for name, value in (kwargs.get("env") or os.environ).items()
                        if name in KEPT_VARIABLES}  # not JPY_PARENT_PID: inside, the parent is pid 1
         environment.update({"HOME": "/tmp", "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp", "IPYTHONDIR": "/tmp/.ipython",

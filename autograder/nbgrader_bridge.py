@@ -35,6 +35,7 @@ import math
 import os
 import resource
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -78,15 +79,15 @@ def run_test(test_id, namespace):
         return _time_in_kernel(test, namespace)
     cases, plan = _cases_and_plan()
     # A fresh copy of the inputs for every call: the student's code may change a tensor in place.
-    probes = torch.load(io.BytesIO(plan), weights_only=True)
+    probes = torch.load(io.BytesIO(plan.data), weights_only=True)
+    scored = [rubric.TEST_BY_ID[test.needs], test] if test.needs else [test]  # see rubric.Test.needs
     probes = [probe for task in probes["tasks"] if task["task"] == test.task for probe in task["probes"]
-              if probe["id"].startswith(test.id + "/")]
+              if any(probe["id"].startswith(one.id + "/") for one in scored)]
     # nbgrader gives a cell 0 points for any text on stderr: keep the student's warnings out of it.
     with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         results = {probe["id"]: worker.run_probe(namespace, probe, chunks=[]) for probe in probes}
-    [result] = score_tests([test], cases[test.task], results)
-    return result
+    return score_tests(scored, cases[test.task], results)[-1]
 
 
 def _time_in_kernel(test, namespace):
@@ -120,7 +121,9 @@ def _time_in_kernel(test, namespace):
     spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED,
             "max_relative": rubric.TIMING_MAX_RELATIVE, "num_buckets": rubric.TIMING_NUM_BUCKETS,
             **{key: sizes[key] for key in ("batch", "heads", "length", "head_dim")}}
-    mine, theirs = worker._timed_call(namespace, spec), worker._timed_call(vars(reference), spec)
+    inputs = worker._timing_inputs(spec, rubric.SEED)
+    mine = lambda path=worker._score_path(namespace, spec): path(*inputs)  # noqa: E731
+    theirs = lambda path=worker._score_path(vars(reference), spec): path(*inputs)  # noqa: E731
     mine(), theirs()
     ratios = []
     for _ in range(rubric.TIMING_REPEATS):
@@ -148,6 +151,30 @@ def hidden_check(test_id):
     return None if result.passed else result.score
 
 
+def _linked_submission(resources):
+    """Why the submitted notebook nbgrader read is not the student's own file (a link), or "".
+
+    nbgrader opens ``submitted/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb`` following links: a student who hands in a
+    symbolic link to the instructor's source notebook (or a hard link to it) would be graded on the answers.
+    The file and the two folders above it are the student's; none of them may be a link.
+    """
+    folder = (resources.get("metadata") or {}).get("path")
+    notebook = (resources.get("nbgrader") or {}).get("notebook")
+    if not folder or not notebook:
+        return ""
+    path = Path(folder) / f"{notebook}.ipynb"
+    for part in (path, path.parent, path.parent.parent):
+        try:
+            info = os.lstat(part)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            return f"{part.name} is a symbolic link; hand in the notebook itself."
+        if part == path and (not stat.S_ISREG(info.st_mode) or info.st_nlink > 1):
+            return f"{part.name} is not a plain file of its own (a hard link or a special file); hand in the notebook itself."
+    return ""
+
+
 class TrustedGrades(_Preprocessor):
     """An autograde preprocessor: each graded cell's output is the kit's verdict, reached out of the kernel."""
 
@@ -165,10 +192,16 @@ class TrustedGrades(_Preprocessor):
         if TrustedGrades._grader is None:
             limits = Limits(wall_seconds=self.wall_seconds, task_seconds=self.task_seconds)
             TrustedGrades._grader = Grader(limits=limits)
-        with tempfile.TemporaryDirectory(prefix="trusted-grades-") as folder:
-            path = Path(folder) / f"{rubric.ASSIGNMENT}.ipynb"
-            path.write_text(nbformat.writes(nb), encoding="utf-8")
-            result = TrustedGrades._grader.grade(path)
+        linked = _linked_submission(resources)
+        if linked:  # nbgrader has read it already, following the link: its content is not the student's
+            from autograder.grade import _all_failed
+
+            result = _all_failed("submission", "", f"Could not read the submission: {linked}")
+        else:
+            with tempfile.TemporaryDirectory(prefix="trusted-grades-") as folder:
+                path = Path(folder) / f"{rubric.ASSIGNMENT}.ipynb"
+                path.write_text(nbformat.writes(nb), encoding="utf-8")
+                result = TrustedGrades._grader.grade(path)
         by_id = {test.id: test for test in result.tests}
         for cell in nb.cells:
             grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")

@@ -22,6 +22,11 @@ class Test:
     task: str
     points: int
     checks: str  # one line, shown to the student beside the result
+    # Points come from working code: a test of what a function refuses (invalid arguments) gives its points
+    # only when the function also works on valid ones, that is when the test named here passes, or fails
+    # with a known mistake that explains its whole output (charged there, once). Raising ValueError for
+    # everything is not a working function.
+    needs: str = ""
 
 
 TASKS = (
@@ -37,7 +42,8 @@ TASKS = (
 TESTS = (
     Test("sinusoidal_values", "sinusoidal", 7, "values against the reference, several sizes, bases and dtypes"),
     Test("sinusoidal_edge_cases", "sinusoidal", 2, "one position, d_model 2, an empty table, the dtype asked for"),
-    Test("sinusoidal_invalid_args", "sinusoidal", 4, "ValueError for odd, zero or negative d_model and negative lengths"),
+    Test("sinusoidal_invalid_args", "sinusoidal", 4, "ValueError for odd, zero or negative d_model and negative lengths",
+         needs="sinusoidal_values"),
     Test("learned_parameter", "learned", 3, "weight is a registered (max_len, d_model) Parameter drawn from N(0, 0.02^2)"),
     Test("learned_add", "learned", 3, "mode 'add' returns x + weight[:L]"),
     Test("learned_concat", "learned", 2, "mode 'concat' appends weight[:L] on the last axis"),
@@ -51,7 +57,8 @@ TESTS = (
     Test("t5_bucket_bidirectional", "t5_bucket", 7, "encoder buckets, bucket for bucket, over -2000..2000"),
     Test("t5_bucket_causal", "t5_bucket", 5, "decoder buckets (bidirectional=False)"),
     Test("t5_bucket_settings", "t5_bucket", 2, "other num_buckets and max_distance"),
-    Test("t5_bucket_invalid_args", "t5_bucket", 3, "ValueError where the formula is undefined"),
+    Test("t5_bucket_invalid_args", "t5_bucket", 3, "ValueError where the formula is undefined",
+         needs="t5_bucket_bidirectional"),
     Test("t5_bias_values", "t5_bias", 5, "bias_table[bucket(j - i), h] for several sizes and settings"),
     Test("t5_bias_layout", "t5_bias", 4, "shape (1, H, Lq, Lk), Lq != Lk, dtype of the table"),
     Test("biased_scores_values", "biased_scores", 5, "scale * q @ k^T + bias against the reference"),
@@ -72,6 +79,12 @@ WALL_SECONDS = 40.0  # the whole submission, import included
 TASK_SECONDS = 15.0  # one task; a task that hangs is abandoned and the rest go on
 MEMORY_BYTES = 6 * 1024**3  # address space of the child
 OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
+# Limits on one job as a whole, all its processes together (a control group per job where the machine has
+# them: autograder/cgroups.py): memory (MEMORY_BYTES, files in its private folders included), processes and
+# threads, and CPUs' worth of time, so that busy threads slow only their own job.
+JOB_PROCESSES = 64
+JOB_CPUS = 1.0
+SCRATCH_BYTES = 128 * 1024**2  # each of a job's private /work, /tmp and /dev/shm
 
 # The nbgrader course: the assignment's name, and how long one notebook cell may run under
 # `nbgrader autograde` (nbgrader's own default, 30 s, is too tight for a cold torch import on a slow machine).
@@ -136,3 +149,8 @@ def tests_of(task_name):
 
 def task_points(task_name):
     return sum(test.points for test in tests_of(task_name))
+
+
+for _test in TESTS:  # a test's ``needs`` is scored before it, in its own task
+    assert not _test.needs or (TEST_BY_ID[_test.needs].task == _test.task
+                               and TESTS.index(TEST_BY_ID[_test.needs]) < TESTS.index(_test)), _test.id

@@ -34,13 +34,15 @@ from pathlib import Path
 
 import torch
 
-from autograder import rubric
+from autograder import cgroups, protocol, rubric
+from autograder.inert import inert
 
 WORKER = Path(__file__).with_name("worker.py")
 # The grader's package and the reference: hidden inside the sandbox even where they were installed into
 # the Python environment that it mounts (pip install ., not -e), by an empty folder mounted over them.
 KIT_FOLDERS = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "solutions")
 POLL_SECONDS = 0.02
+KEEPER_LINE_BYTES = 64 * 1024
 
 
 @dataclass
@@ -49,7 +51,17 @@ class Limits:
     task_seconds: float = rubric.TASK_SECONDS
     memory_bytes: int = rubric.MEMORY_BYTES
     output_bytes: int = rubric.OUTPUT_BYTES
+    processes: int = rubric.JOB_PROCESSES
+    cpus: float = rubric.JOB_CPUS
+    scratch_bytes: int = rubric.SCRATCH_BYTES
     sandboxed: bool = True  # run the worker inside bubblewrap (see resolve_sandbox)
+    # Without a control group per job: limit the job's processes with RLIMIT_NPROC instead, which the kernel
+    # counts per user and user namespace (each job has its own) and does not apply to root at all.
+    processes_by_rlimit: bool = False
+
+    def for_job(self):
+        """The limits of one job as a whole, for its control group."""
+        return cgroups.JobLimits(self.memory_bytes, self.processes, self.cpus)
 
 
 @dataclass
@@ -61,22 +73,34 @@ class RunOutcome:
     stderr: str = ""
 
 
+@dataclass(frozen=True)
+class Plan:
+    """The probes of every task: as bytes for the jobs, and which probe ids (and ops) each task's results hold."""
+
+    data: bytes
+    probes: dict  # task -> {probe id: "call" or "module"}
+
+
 def serialize_plan(cases_by_task):
-    """The probes of every task as bytes, made once per grading run and written for each child."""
+    """The probes of every task, made once per grading run and written for each job."""
     plan = {"tasks": [{"task": task, "probes": [case.probe for case in cases]} for task, cases in cases_by_task.items()]}
     buffer = io.BytesIO()
     torch.save(plan, buffer)
-    return buffer.getvalue()
+    probes = {task: {case.probe["id"]: case.probe["op"] for case in cases} for task, cases in cases_by_task.items()}
+    return Plan(buffer.getvalue(), probes)
 
 
 def _child_limits(limits):
     """Resource limits the worker sets on itself before it runs the submission."""
-    return {
+    found = {
         "RLIMIT_AS": limits.memory_bytes,
         "RLIMIT_CPU": int(limits.wall_seconds * 2) + 5,
         "RLIMIT_FSIZE": 256 * 1024**2,
         "RLIMIT_CORE": 0,
     }
+    if limits.processes_by_rlimit:
+        found["RLIMIT_NPROC"] = limits.processes
+    return found
 
 
 SANDBOX_WORK = "/work"  # the submission's work folder, as the sandboxed worker sees it
@@ -110,35 +134,50 @@ def resolve_sandbox(choice):
     return False
 
 
-def sandbox_options():
+def sandbox_options(scratch_bytes=rubric.SCRATCH_BYTES):
     """bubblewrap's options for a sandbox, without the program: (options, the folders mounted read-only).
 
     New user, PID, network, IPC, UTS and cgroup namespaces; the system's libraries and the Python
-    environment read-only, with the grader's package and the reference covered; a private /tmp.
+    environment read-only, with the grader's package and the reference covered; private /tmp, /work and
+    /dev/shm of ``scratch_bytes`` each. The caller adds its own mounts, then ``READ_ONLY_ROOT``.
     """
     readable = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
     for prefix in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
         if prefix not in readable and not any(prefix.startswith(path + "/") for path in readable):
             readable.append(prefix)
-    options = [bubblewrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session",
-               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for path in readable:
-        options += ["--ro-bind", path, path]
+    options = [bubblewrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--proc", "/proc"]
     if os.path.exists("/dev/nvidiactl"):  # a GPU: its device files, and what CUDA reads in /sys
         options += ["--dev-bind", "/dev", "/dev", "--ro-bind", "/sys", "/sys"]
+    else:
+        options += ["--dev", "/dev"]
+    # The private folders before the binds: a bind below one of them (a kit or an environment under /work
+    # or /tmp) is then mounted over the fresh folder, not hidden by it.
+    for folder in ("/tmp", SANDBOX_WORK, "/dev/shm"):
+        options += ["--size", str(int(scratch_bytes)), "--tmpfs", folder]
+    for path in readable:
+        options += ["--ro-bind", path, path]
     for folder in map(str, KIT_FOLDERS):
         if any(folder == path or folder.startswith(path.rstrip("/") + "/") for path in readable):
             options += ["--tmpfs", folder]
     return options, readable
 
 
-def server_command(control_fd, sandboxed=True, isolate=True):
+# The last options of every sandbox: its root (a tmpfs of bubblewrap's, shared by every job of a fork server)
+# and its /dev become read-only, so that nothing written there can outlive a job or reach another.
+READ_ONLY_ROOT = ["--remount-ro", "/dev", "--remount-ro", "/"]
+
+
+def server_command(control_fd, sandboxed=True, isolate=True, scratch_bytes=rubric.SCRATCH_BYTES):
     """The command line of the worker's fork server (inside bubblewrap when ``sandboxed``)."""
     arguments = ["--zygote", str(control_fd)] + (["--isolate"] if isolate else [])
     if not sandboxed:
         return [sys.executable, "-I", str(WORKER), *arguments]
-    command, readable = sandbox_options()
-    command += ["--tmpfs", SANDBOX_WORK, "--ro-bind", str(WORKER), SANDBOX_WORKER, "--chdir", SANDBOX_WORK]
+    command, readable = sandbox_options(scratch_bytes)
+    command += ["--ro-bind", str(WORKER), SANDBOX_WORKER, "--chdir", SANDBOX_WORK]
+    if not os.path.exists("/dev/nvidiactl"):
+        command += READ_ONLY_ROOT
+    else:
+        command += READ_ONLY_ROOT[2:]  # the machine's own /dev, bound in for the GPU, stays as it is
     for path in readable:  # below a folder that each job gets afresh: the job mounts it again
         if any(path.startswith(folder + "/") for folder in ("/tmp", SANDBOX_WORK, "/dev/shm")):
             arguments += ["--keep", path]
@@ -163,30 +202,6 @@ def child_environment(sandboxed=True):
     return environment
 
 
-def _is_plain(value, depth=0):
-    if depth > 8:
-        return False
-    if value is None or type(value) in (str, int, float, bool):
-        return True
-    if type(value) is torch.Tensor:
-        return True
-    if type(value) is list:
-        return all(_is_plain(item, depth + 1) for item in value)
-    if type(value) is dict:
-        return all(type(key) is str and _is_plain(item, depth + 1) for key, item in value.items())
-    return False
-
-
-def _read_results(payload):
-    try:
-        data = torch.load(io.BytesIO(payload), weights_only=True, map_location="cpu")
-    except Exception as error:
-        return None, f"its results could not be read ({type(error).__name__})"
-    if not isinstance(data, dict) or not _is_plain(data):
-        return None, "its results were not plain data"
-    return data, ""
-
-
 def tail(handle, limit):
     """The last ``limit`` bytes written to the open file ``handle``, as text."""
     try:
@@ -197,9 +212,12 @@ def tail(handle, limit):
     return ("[...]\n" if size > limit else "") + text
 
 
-def _describe_exit(code):
+def _describe_exit(code, group=None, limits=None):
     if code is None:
         return "it was still running"
+    if group is not None and limits is not None and group.out_of_memory():
+        return (f"it needed more than the memory limit of {limits.memory_bytes / 2**30:g} GiB for the whole job "
+                "(its processes and the files it wrote), and the system stopped it")
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         hint = " (out of memory or address space?)" if -code in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT) else ""
@@ -276,9 +294,11 @@ class ForkServer:
     START_SECONDS = 120.0  # start bubblewrap and import torch, on a loaded machine
     STOP_SECONDS = 10.0
 
-    def __init__(self, sandboxed=True, isolate=None):
+    def __init__(self, sandboxed=True, isolate=None, groups=None):
+        """``groups``: a cgroups.Tree, to put each job in a control group of its own (see ``spawn``)."""
         self.sandboxed = sandboxed
         self.isolate = sandboxed if isolate is None else isolate
+        self.groups = groups
         self._lock = threading.Lock()
         self.process = self.control = None
         self._start()
@@ -329,14 +349,30 @@ class ForkServer:
                 self.log.close()
                 self.process = None
 
-    def spawn(self, request, stdout=None, stderr=None):
-        """Start a job (``request``: mode, workdir, environment, traceable); returns its Job."""
+    def spawn(self, request, stdout=None, stderr=None, limits=None):
+        """Start a job (``request``: mode, workdir, environment, traceable); returns its Job.
+
+        With ``limits`` (a cgroups.JobLimits) and a cgroup tree, the job's processes are moved into a group
+        of their own before it reads its first frame, so that nothing of the submission runs outside it.
+        Raises ServerFailed when the machine cannot start the job: a fault of the grader's, not the code's.
+        """
         if not self.shared:
-            server = ForkServer(self.sandboxed, isolate=False)
-            job = server._spawn(request, stdout, stderr)
+            server = ForkServer(self.sandboxed, isolate=False, groups=self.groups)
+            try:
+                job = server._spawn(request, stdout, stderr)
+            except BaseException:
+                server.close()
+                raise
             job.own_server = server
-            return job
-        return self._spawn(request, stdout, stderr)
+        else:
+            job = self._spawn(request, stdout, stderr)
+        if self.groups is not None and limits is not None:
+            try:
+                job.attach(self.groups.job(limits))
+            except (OSError, ServerFailed) as error:
+                job.stop()
+                raise ServerFailed(f"the job could not be put in a control group of its own ({error})") from None
+        return job
 
     def _spawn(self, request, stdout, stderr):
         lifeline, lifeline_child = socket.socketpair()
@@ -390,7 +426,7 @@ class Job:
 
     def __init__(self, server, lifeline, to_job, from_job):
         self.server, self.lifeline, self.input, self.output = server, lifeline, to_job, from_job
-        self.pid, self.exit_code, self.own_server, self.writer = None, None, None, None
+        self.pid, self.exit_code, self.own_server, self.writer, self.group = None, None, None, None, None
         self.ended, self.failure = False, ""
         self._lines = b""
         self._host_pid = None
@@ -404,12 +440,16 @@ class Job:
                 chunk = self.lifeline.recv(4096)
             except OSError:
                 chunk = b""
-            if not chunk:
-                self.ended = True  # the keeper is gone without a word
+            if not chunk or len(self._lines) > KEEPER_LINE_BYTES:
+                self.ended = True  # the keeper is gone without a word (or talks nonsense: the same to us)
                 return None
             self._lines += chunk
         line, self._lines = self._lines.split(b"\n", 1)
-        message = json.loads(line)
+        try:
+            message = protocol.json_line(line, protocol.KEEPER, "a keeper's message")
+        except protocol.ProtocolError as error:
+            self.failure, self.ended = str(error), True
+            return None
         if "exit" in message:
             self.exit_code, self.ended = message["exit"], True
         if "failed" in message:  # the job could not be set up: a fault of the machine, not of the code
@@ -428,20 +468,56 @@ class Job:
             pass
         return self.ended
 
+    def _first_host_pid(self):
+        """The job's first process, by its id on this machine, or None."""
+        server = self.own_server or self.server
+        level = -2 if server.isolate else -1  # where the server's own PID namespace is in NSpid
+        for pid in _descendants(server.process.pid) if server.process is not None else ():
+            numbers = _namespace_pids(pid)
+            if len(numbers) >= -level and numbers[level] == self.pid:
+                return pid
+        return None
+
+    def _runner_host_pid(self, first, wait_seconds=0.0):
+        """The runner (the first process's child), by its id on this machine, once it exists; or None."""
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                children = [int(child) for child in Path(f"/proc/{first}/task/{first}/children").read_text().split()]
+            except OSError:
+                children = []
+            if children:
+                return children[0]
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.001)
+
     @property
     def host_pid(self):
         """The runner's process id on this machine (for its memory figures in /proc), or None."""
         if self._host_pid is None:
-            server = self.own_server or self.server
-            level = -2 if server.isolate else -1  # where the server's own PID namespace is in NSpid
-            for pid in _descendants(server.process.pid) if server.process is not None else ():
-                numbers = _namespace_pids(pid)
-                if len(numbers) >= -level and numbers[level] == self.pid:  # the job's first process
-                    runners = [child for child in _descendants(pid) if _namespace_pids(child)[-1:] == [2]] \
-                        if server.isolate else _descendants(pid)[:1]
-                    self._host_pid = runners[0] if runners else None
-                    break
+            first = self._first_host_pid()
+            self._host_pid = self._runner_host_pid(first) if first is not None else None
         return self._host_pid
+
+    def attach(self, group):
+        """Move the job's first process and its runner into ``group`` (a cgroups.Group), and keep it.
+
+        Called before the job is sent its first frame: until then the runner waits for it, and no code of
+        the submission has run. What the runner starts later is born in the group.
+        """
+        self.group = group
+        first = self._first_host_pid()
+        if first is None:
+            raise ServerFailed("its first process was not found")
+        group.add(first)
+        runner = self._runner_host_pid(first, wait_seconds=ForkServer.START_SECONDS)
+        if runner is None:
+            raise ServerFailed("its runner did not start")
+        group.add(runner)
+        if not (group.holds(first) and group.holds(runner)):
+            raise ServerFailed("its processes did not stay in their control group")
+        self._host_pid = runner
 
     def stop(self):
         """Kill the job unless it has ended, wait until all of it is gone; returns its exit status."""
@@ -465,17 +541,23 @@ class Job:
                 pass
         self.input = self.output = -1
         self.lifeline.close()
+        if self.group is not None:  # whatever of the job is left (nothing, with its PID namespace gone)
+            self.group.close()
         if self.own_server is not None:
             self.own_server.close()
             self.own_server = None
         return self.exit_code
 
 
+class TooMuch(ValueError):
+    """A job sent more than the grader keeps."""
+
+
 class _Frames:
     """Frames read from a job's output pipe (see the worker), within a limit on what it may send."""
 
     def __init__(self, fd, limit):
-        self.fd, self.limit, self.buffer, self.closed, self.total = fd, limit, b"", False, 0
+        self.fd, self.limit, self.buffer, self.closed, self.total = fd, limit, bytearray(), False, 0
         os.set_blocking(fd, False)
 
     def read(self):
@@ -490,15 +572,18 @@ class _Frames:
                 break
             self.total += len(chunk)
             if self.total > self.limit:
-                raise ValueError(f"it sent more than {self.limit // 2**20} MiB of results")
+                raise TooMuch(f"it sent more than {self.limit // 2**20} MiB of results")
             self.buffer += chunk
-        frames = []
-        while len(self.buffer) >= 9:
-            kind, size = struct.unpack("<cQ", self.buffer[:9])
-            if len(self.buffer) < 9 + size:
+        frames, start = [], 0
+        while len(self.buffer) - start >= 9:
+            kind, size = struct.unpack_from("<cQ", self.buffer, start)
+            if size > self.limit:
+                raise protocol.ProtocolError(f"a frame that claims {size} bytes")
+            if len(self.buffer) - start < 9 + size:
                 break
-            frames.append((kind, self.buffer[9:9 + size]))
-            self.buffer = self.buffer[9 + size:]
+            frames.append((kind, bytes(self.buffer[start + 9:start + 9 + size])))
+            start += 9 + size
+        del self.buffer[:start]
         return frames
 
 
@@ -520,40 +605,38 @@ def send_all(fd, data):
 RESULTS_BYTES = 256 * 1024**2
 
 
-def _run_once(server, submission, plan_bytes, tasks, limits, deadline):
+def _run_once(server, submission, plan, tasks, limits, deadline):
     """One job for ``tasks``; returns (loaded, results, failures, load_failure, stderr)."""
     results, failures = {}, {}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        job = server.spawn({"mode": "grade"}, out.fileno(), err.fileno())
+        job = server.spawn({"mode": "grade", "scratch_bytes": limits.scratch_bytes}, out.fileno(), err.fileno(),
+                           limits=limits.for_job())
         header = json.dumps({"filename": submission.path.name, "chunks": submission.chunks, "tasks": tasks,
                              "limits": _child_limits(limits)}).encode()
         frames = _Frames(job.output, RESULTS_BYTES)
         job.writer = threading.Thread(target=send_all, daemon=True,
-                                      args=(job.input, frame(b"S", header) + frame(b"P", plan_bytes)))
+                                      args=(job.input, frame(b"S", header) + frame(b"P", plan.data)))
         job.writer.start()
         loaded, pending = None, list(tasks)
         started = last_progress = time.monotonic()
-        timed_out = problem = ""
+        timed_out = problem = protocol_error = ""
 
         def take(received):
+            # Every frame is checked before use: the submission's code can write to this pipe too.
             nonlocal loaded, last_progress
             for kind, payload in received:
-                if kind == b"L" and loaded is None:
-                    try:
-                        loaded = json.loads(payload)
-                    except ValueError:
-                        loaded = {"errors": [], "defined": []}
+                if kind == b"L":
+                    if loaded is None:
+                        loaded = protocol.loaded(payload)
                 elif kind == b"R" and loaded is not None:
                     task, _, data = payload.partition(b"\0")
                     task = task.decode("utf-8", "replace")
                     if task not in pending:
                         continue
                     del pending[:pending.index(task) + 1]
-                    data, why = _read_results(data)
-                    if data is None:
-                        failures[task] = why
-                    else:
-                        results[task] = data
+                    results[task] = protocol.task_results(data, plan.probes.get(task, {}))
+                else:
+                    raise protocol.ProtocolError(f"a frame of kind {kind!r} where {'R' if loaded else 'L'} was due")
                 last_progress = time.monotonic()
 
         try:
@@ -576,10 +659,16 @@ def _run_once(server, submission, plan_bytes, tasks, limits, deadline):
                                  "loop over many positions?)")
                 if timed_out:
                     break
-        except ValueError as error:  # too much sent back
+        except TooMuch as error:
             problem = str(error)
+        except protocol.ProtocolError as error:
+            protocol_error = f"the submission broke the grader's protocol ({error})"
+        said = _describe_exit(job.exit_code if job.ended else None, job.group, limits) if job.ended else None
         code = job.stop()  # also whatever it left running: the job's namespace goes with it
-        stderr = tail(err, limits.output_bytes)
+        said = said or _describe_exit(code)
+        stderr = inert(tail(err, limits.output_bytes))
+    if protocol_error:  # the whole submission: honest code never writes to the worker's pipes
+        return None, {}, {}, protocol_error + ". Your code must not write to the grader's pipes.", stderr
     if problem:
         return loaded, results, {task: problem for task in pending}, "" if loaded else f"{problem}.", stderr
     if loaded is None:
@@ -587,14 +676,14 @@ def _run_once(server, submission, plan_bytes, tasks, limits, deadline):
             why = (f"your code did not finish loading within {time.monotonic() - started:.0f} s: is there an "
                    "infinite loop or a long computation at the top level?")
         else:
-            why = f"your code stopped while loading: {_describe_exit(code)}."
+            why = f"your code stopped while loading: {said}."
         return None, results, failures, why, stderr
     if pending:
-        failures[pending[0]] = timed_out or _describe_exit(code)
+        failures[pending[0]] = timed_out or said
     return loaded, results, failures, "", stderr
 
 
-def run_submission(submission, plan_bytes, task_names, limits=None, server=None):
+def run_submission(submission, plan, task_names, limits=None, server=None):
     """Run every task of ``task_names`` for ``submission``; never raises for anything the submission does."""
     limits = limits or Limits()
     own = server is None
@@ -604,7 +693,7 @@ def run_submission(submission, plan_bytes, task_names, limits=None, server=None)
     remaining = list(task_names)
     try:
         while remaining:
-            loaded, results, failures, load_failure, stderr = _run_once(server, submission, plan_bytes, remaining,
+            loaded, results, failures, load_failure, stderr = _run_once(server, submission, plan, remaining,
                                                                         limits, deadline)
             outcome.stderr = stderr or outcome.stderr
             if load_failure:

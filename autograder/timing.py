@@ -6,20 +6,28 @@ the correctness tests of all its tasks pass, and gets no points when its
 functions hold a Python loop (a static check of the source, reported on its
 own line). Otherwise:
 
-* Two children run the same worker (``worker.py --serve``): one with the
-  student's code, one with the reference and nothing else. Both build the same
-  inputs from the same seed and warm up.
-* The grader sends "run" to one child at a time, alternating which goes first,
+* Two jobs run the same worker (``worker.py``, serve mode): one with the
+  student's code, one with the reference and nothing else. The whole tier of a
+  submission, from loading its code to ending its job, holds the machine
+  exclusively: nothing of another student's runs meanwhile, and nothing of
+  this one's outlives it.
+* Each timed call gets inputs of its own: the grader draws a fresh seed, both
+  jobs build the inputs from it in fresh storage (``prepare``, not timed), then
+  the grader sends "run" to one job at a time, alternating which goes first,
   and measures each call with its own clock, from the command sent to the
-  reply received. The student's code can replace every clock in its process;
-  none of them is read. The figure is the median of the per-pair ratios
-  student/reference, so noise that hits both alike cancels out.
-* Peak memory of one call above its inputs: on the CPU the kernel's own
-  high-water mark of each child (``/proc/PID/status``, reset through
-  ``/proc/PID/clear_refs``); on CUDA the allocator's peak, read with functions
-  the worker took before the student's code ran.
-* After the last call, output entries at indices drawn only then are compared
-  with the reference's, so a path cannot be fast by not computing its output.
+  reply received. No clock of the student's process is read, and caching on
+  the inputs' identity or content gains nothing. The figure is the median of
+  the per-pair ratios student/reference; pairs stop early once every ratio
+  lies on the same side of every band's limit.
+* After each pair, entries of both outputs at indices drawn only then must
+  agree (read with functions the worker held before the student's code ran),
+  and the student's job must hold no process or thread beyond its own runner:
+  work left running in the background would run untimed.
+* Peak memory of one call beyond its inputs: the job's control group's
+  high-water mark (all its processes, read and restarted from outside the
+  job); without control groups, the kernel's high-water mark of the process
+  (``/proc/PID/status``, restarted through ``clear_refs``, which the process
+  itself could also restart); on CUDA the allocator's peak.
 """
 
 import contextlib
@@ -36,9 +44,10 @@ from pathlib import Path
 
 import torch
 
-from autograder import rubric
+from autograder import protocol, rubric
 from autograder.compare import loops_in
-from autograder.sandbox import ForkServer, frame, send_all, tail
+from autograder.inert import inert
+from autograder.sandbox import ForkServer, _descendants, frame, send_all, tail
 
 SAMPLES = 256
 SETUP_SECONDS = 60.0  # start, import torch, build the inputs and warm up
@@ -48,15 +57,21 @@ class ChildFailed(Exception):
     """The child died, broke the protocol, or ran past its time; the message says which, for the student."""
 
 
+REPLY_BYTES = 1 << 20  # the longest reply line kept; a job that sends more breaks the protocol
+
+
 class ServeChild:
     """A timing job of a fork server, with the code of ``chunks`` loaded; commands and replies are JSON lines."""
 
-    def __init__(self, server, chunks, filename, memory_bytes):
+    def __init__(self, server, chunks, filename, limits):
         self.output = tempfile.TemporaryFile()
-        limits = {"RLIMIT_AS": memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
-        # Traceable: the grader reads and restarts its memory high-water mark through /proc.
-        self.job = server.spawn({"mode": "serve", "traceable": True}, self.output.fileno(), self.output.fileno())
-        header = json.dumps({"filename": filename, "chunks": chunks, "limits": limits}).encode()
+        child_limits = {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
+        if limits.processes_by_rlimit:
+            child_limits["RLIMIT_NPROC"] = limits.processes
+        # Traceable: without a control group, the grader reads and restarts its memory high-water mark in /proc.
+        self.job = server.spawn({"mode": "serve", "traceable": True, "scratch_bytes": limits.scratch_bytes},
+                                self.output.fileno(), self.output.fileno(), limits=limits.for_job())
+        header = json.dumps({"filename": filename, "chunks": chunks, "limits": child_limits}).encode()
         self._commands, self._replies = self.job.input, self.job.output
         self._buffer = b""
         if not send_all(self._commands, frame(b"S", header)):
@@ -72,7 +87,10 @@ class ServeChild:
         return self.job.host_pid
 
     def request(self, command, timeout):
-        """Send one command and return (reply, seconds from send to reply) by the grader's clock."""
+        """Send one command and return (reply, seconds from send to reply) by the grader's clock.
+
+        The reply is checked against the protocol's form for that command before anything reads it.
+        """
         started = time.perf_counter()
         try:
             os.write(self._commands, (json.dumps(command) + "\n").encode())
@@ -83,6 +101,8 @@ class ServeChild:
             left = deadline - time.perf_counter()
             if left <= 0:
                 raise ChildFailed(f"one call took more than {timeout:g} s")
+            if len(self._buffer) > REPLY_BYTES:
+                raise ChildFailed("its process wrote more than a reply where replies go")
             ready, _, _ = select.select([self._replies], [], [], left)
             if ready:
                 chunk = os.read(self._replies, 1 << 16)
@@ -92,20 +112,26 @@ class ServeChild:
         elapsed = time.perf_counter() - started
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
-            return json.loads(line), elapsed
-        except ValueError:
-            raise ChildFailed("its process wrote something that is not a reply where replies go") from None
+            reply = protocol.json_line(line, protocol.TIMING_REPLIES[command["command"]], "its reply")
+        except protocol.ProtocolError as error:
+            raise ChildFailed(f"its process broke the timing protocol ({error}): your code must not write to "
+                              "the grader's pipes") from None
+        return reply, elapsed
 
     def _gone(self):
         self.job.read_line(time.monotonic() + 2)
         if not self.job.ended:
             return "its process stopped answering"
         code = self.job.exit_code
-        last = tail(self.output, 600).strip()
+        last = inert(tail(self.output, 600).strip())
         return f"its process ended (exit status {code})" + (f"; its last output: {last}" if last else "")
 
     def reset_memory_peak(self):
-        """Restart the kernel's high-water mark of the child's resident memory; returns the resident bytes now."""
+        """Restart the high-water mark of the job's memory; returns what the job holds now (or None)."""
+        group = self.job.group
+        self._peak_of_group = group is not None and group.reset_memory_peak()
+        if self._peak_of_group:
+            return group.memory_now()
         try:
             Path(f"/proc/{self.worker_pid}/clear_refs").write_text("5")
             return _proc_status(self.worker_pid, "VmRSS")
@@ -113,10 +139,33 @@ class ServeChild:
             return None
 
     def memory_peak(self):
+        """The high-water mark since ``reset_memory_peak``: the job's group's, else the runner's (or None)."""
+        if getattr(self, "_peak_of_group", False):
+            return self.job.group.memory_peak()
         try:
             return _proc_status(self.worker_pid, "VmHWM")
         except (OSError, TypeError):
             return None
+
+    def background(self):
+        """What the job runs besides its runner's one thread (processes and threads), as words, or ""."""
+        runner = self.worker_pid
+        if runner is None:
+            return ""
+        group = self.job.group
+        processes = set(group.processes()) if group is not None else {runner, *_descendants(runner)}
+        first = self.job._first_host_pid() if group is not None else None
+        others = sorted(processes - {runner, first})
+        try:
+            threads = len(os.listdir(f"/proc/{runner}/task"))
+        except OSError:
+            threads = 1
+        said = []
+        if others:
+            said.append(f"{len(others)} other process(es)")
+        if threads > 1:
+            said.append(f"{threads - 1} other thread(s)")
+        return " and ".join(said)
 
     def close(self):
         self.job.stop()
@@ -192,65 +241,65 @@ class _Hold:
             lock._condition.notify_all()
 
 
-def measure(student, reference, spec, machine=None):
-    """Time the spec's path in the two children, interleaved; raises ChildFailed with the student's problem.
+MIN_PAIRS = 5  # pairs timed before the verdict may be taken early
 
-    ``machine`` (a ReadersWriter) is held exclusively while anything is measured.
+
+def _settled(ratios):
+    """Whether more pairs cannot change the verdict: every ratio lies on the same side of every band's limit."""
+    if len(ratios) < MIN_PAIRS:
+        return False
+    return all(min(ratios) > limit or max(ratios) <= limit for limit, _ in rubric.TIMING_BANDS)
+
+
+def measure(student, reference, spec, rng=None):
+    """Time the spec's path in the two jobs, interleaved; raises ChildFailed with the student's problem.
+
+    The caller holds the machine exclusively (see ``grade_tier``).
     """
-    for child in (student, reference):  # start-up and inputs: no measurement yet, so no need for the machine
+    rng = rng or random.SystemRandom()
+    for child in (student, reference):
         reply, _ = child.request({"command": "setup", "spec": {**spec, "warmup": 0}}, SETUP_SECONDS)
         if "error" in reply:
             if child is reference:
                 raise RuntimeError(f"the reference failed on the timing inputs: {_error_text(reply)}")
             raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
-    with machine.exclusive() if machine is not None else contextlib.nullcontext():
-        return _measure(student, reference, spec)
-
-
-def _measure(student, reference, spec):
     extra = {}
-    # One call of each, alone, for its peak memory. On the CPU: how far the child's resident memory rises
-    # above what it was just before (the kernel's high-water mark, VmHWM, restarted through clear_refs),
-    # with every large tensor in a fresh mapping for that call, so none reuses memory freed earlier.
-    # On CUDA: the allocator's peak above what was allocated before the call.
+    # One call of each, alone, for its peak memory beyond its inputs (built before the peak is restarted), with
+    # every large tensor in a fresh mapping for that call, so that none reuses memory freed earlier.
+    seed = rng.getrandbits(48)
     for child in (student, reference):
-        reply, _ = child.request({"command": "reset_peak", "fresh_mappings": True}, SETUP_SECONDS)
+        prepared, _ = child.request({"command": "prepare", "seed": seed, "fresh_mappings": True}, SETUP_SECONDS)
         before = child.reset_memory_peak()
-        reply_run, _ = child.request({"command": "run", "nonce": 0}, rubric.TIMING_CALL_SECONDS)
-        if "error" in reply_run:
-            raise ChildFailed(f"it raised {_error_text(reply_run)} on the timing inputs ({_describe(spec)})")
+        _run(child, spec, rng)
         if spec["device"].startswith("cuda"):
             sampled, _ = child.request({"command": "sample", "indices": [0]}, SETUP_SECONDS)
-            peak, base = sampled.get("cuda_peak"), reply.get("cuda_baseline")
+            peak, base = sampled.get("cuda_peak"), prepared.get("cuda_baseline")
             extra[child] = None if peak is None or base is None else peak - base
         else:
             peak = child.memory_peak()
             extra[child] = None if peak is None or before is None else max(peak - before, 0)
-        child.request({"command": "reset_peak", "fresh_mappings": False}, SETUP_SECONDS)
-    for _ in range(spec["warmup"]):
+    _check_outputs(student, reference, spec, rng, "the call measured for memory")
+    for number in range(spec["warmup"]):
+        seed = rng.getrandbits(48)
         for child in (student, reference):
-            reply, _ = child.request({"command": "run", "nonce": 0}, rubric.TIMING_CALL_SECONDS)
-            if "error" in reply:
-                raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
-    rng = random.SystemRandom()
+            child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
+            _run(child, spec, rng)
     ratios, student_times, reference_times = [], [], []
     for pair in range(rubric.TIMING_REPEATS):
+        _alone(student)
+        seed = rng.getrandbits(48)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
         seconds = {}
         for child in order:
-            nonce = rng.getrandbits(62)
-            reply, elapsed = child.request({"command": "run", "nonce": nonce}, rubric.TIMING_CALL_SECONDS)
-            if "error" in reply:
-                raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
-            if reply.get("done") != nonce:
-                raise ChildFailed("its process answered a call it was not given")
-            seconds[child] = elapsed
+            child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
+            seconds[child] = _run(child, spec, rng)
+        _alone(student)
+        _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}")
         ratios.append(seconds[student] / seconds[reference])
         student_times.append(seconds[student])
         reference_times.append(seconds[reference])
-        if pair >= 2 and statistics.median(ratios) > 3 * rubric.TIMING_BANDS[-1][0]:
-            break  # far beyond the last band: more pairs would not change the verdict
-    _check_sample(student, reference, spec, rng)
+        if _settled(ratios) or (pair >= 2 and statistics.median(ratios) > 3 * rubric.TIMING_BANDS[-1][0]):
+            break  # more pairs would not change the verdict
     measurement = Measurement(statistics.median(ratios), 1000 * statistics.median(student_times),
                               1000 * statistics.median(reference_times), len(ratios))
     if extra.get(student) is not None and extra.get(reference) is not None:
@@ -258,22 +307,44 @@ def _measure(student, reference, spec):
     return measurement
 
 
-def _check_sample(student, reference, spec, rng):
+def _run(child, spec, rng):
+    """One timed call of the prepared inputs; returns its seconds by the grader's clock."""
+    nonce = rng.getrandbits(62)
+    reply, elapsed = child.request({"command": "run", "nonce": nonce}, rubric.TIMING_CALL_SECONDS)
+    if "error" in reply:
+        raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
+    if reply.get("done") != nonce:
+        raise ChildFailed("its process answered a call it was not given")
+    return elapsed
+
+
+def _alone(student):
+    """Raise ChildFailed when the student's job runs anything beside its runner: that work would go untimed."""
+    left = student.background()
+    if left:
+        raise ChildFailed(f"its job ran {left} beside the call being timed: the timing tier times your "
+                          "function alone, so start no thread or process in the score path or at import")
+
+
+def _check_outputs(student, reference, spec, rng, which):
     batch, heads, length = spec["batch"], spec["heads"], spec["length"]
     size = batch * heads * length * length
     indices = sorted(rng.sample(range(size), min(SAMPLES, size)))
     mine, _ = student.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
     theirs, _ = reference.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
+    if "values" not in theirs:
+        raise RuntimeError("the reference's timed call did not return a tensor")
     if "values" not in mine:
-        raise ChildFailed("the timed call did not return a tensor")
+        raise ChildFailed(f"the timed call did not return a plain tensor (it returned a "
+                          f"{mine['value'].get('type_name', 'value')})")
     if mine["shape"] != theirs["shape"] or mine["dtype"] != theirs["dtype"]:
         raise ChildFailed(f"on the timing inputs it returned {mine['dtype']} of shape {tuple(mine['shape'])}, "
                           f"expected {theirs['dtype']} of shape {tuple(theirs['shape'])}")
-    got, expected = torch.tensor(mine["values"]), torch.tensor(theirs["values"])
+    got, expected = torch.tensor(mine["values"], dtype=torch.float64), torch.tensor(theirs["values"], dtype=torch.float64)
     loose = spec["dtype"] in ("bfloat16", "float16")
     atol, rtol = (0.25, 0.05) if loose else (1e-3, 1e-3)
     if got.shape != expected.shape or not torch.allclose(got, expected, atol=atol, rtol=rtol):
-        raise ChildFailed("on the timing inputs its output differs from the reference's")
+        raise ChildFailed(f"on the timing inputs its output differs from the reference's ({which})")
 
 
 def _describe(spec):
@@ -302,12 +373,12 @@ def timing_device(mode):
 
 
 class ReferenceChildren:
-    """One reference child per grading thread, started on first use and kept for the whole run."""
+    """One reference job per grading thread, started on first use and kept for the whole run."""
 
-    def __init__(self, reference_text, memory_bytes, sandboxed=True):
+    def __init__(self, reference_text, limits, groups=None):
         self.chunks = [{"label": "reference", "source": reference_text}]
-        self.memory_bytes = memory_bytes
-        self.sandboxed = sandboxed  # as the students' children are, so that both run alike
+        self.limits = limits  # as the students' jobs have them, so that both run alike
+        self.groups = groups
         self._server = None  # a fork server of its own: no student's job shares it
         self._local = threading.local()
         self._all = []
@@ -318,8 +389,8 @@ class ReferenceChildren:
         if child is None or not child.alive:
             with self._lock:
                 if self._server is None:
-                    self._server = ForkServer(self.sandboxed)
-            child = ServeChild(self._server, self.chunks, "reference.py", self.memory_bytes)
+                    self._server = ForkServer(self.limits.sandboxed, groups=self.groups)
+            child = ServeChild(self._server, self.chunks, "reference.py", self.limits)
             self._local.child = child
             with self._lock:
                 self._all.append(child)
@@ -340,46 +411,53 @@ def static_check(chunks, path):
     return loops_in([(chunk["label"], chunk["source"]) for chunk in chunks], list(path.functions))
 
 
-def grade_tier(submission, passed, mode, references, machine, memory_bytes, server):
+def grade_tier(submission, passed, mode, references, machine, limits, server):
     """The timing tier of one submission: [(rubric test, fraction of its points, lines of feedback)].
 
-    ``passed`` holds the ids of the correctness tests it passed; ``mode`` is what to do without a GPU.
+    ``passed`` holds the ids of the correctness tests it passed; ``mode`` is what to do without a GPU. From
+    the moment the student's code is loaded until its job has ended, the machine is this tier's alone.
     """
     device, skipped = timing_device(mode)
-    graded, student = [], None
-    try:
-        for path in rubric.TIMED_PATHS:
-            test = rubric.TEST_BY_ID[path.test]
-            failing = [t.id for task in path.requires for t in rubric.tests_of(task) if t.id not in passed]
-            if failing:
-                graded.append((test, 0, [f"Not timed: every correctness test of this path must pass first, "
-                                         f"and {', '.join(failing)} did not."]))
-                continue
-            loops = static_check(submission.chunks, path)
-            if loops:
-                graded.append((test, 0, [
-                    f"No points: a Python loop in the score path ({loops[0]}).",
-                    "Static check: " + "; ".join(loops),
-                    "A loop over positions gets no timing points, whatever its time: use tensor operations "
-                    "(broadcasting, gather, indexing with a tensor of indices)."]))
-                continue
-            lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
-            if skipped:
-                given = mode == "give"
-                lines.insert(0, f"Not timed: {skipped}; its points are {'given' if given else 'withheld'}.")
-                graded.append((test, 1.0 if given else 0.0, lines))
-                continue
-            if student is None or not student.alive:
-                student = ServeChild(server, submission.chunks, submission.path.name, memory_bytes)
-            fraction, summary = _time_path(path, device, student, references.get(), machine, lines)
-            graded.append((test, fraction, [summary] + lines))
-    finally:
-        if student is not None:
-            student.close()
+    graded, timed = [], []
+    for path in rubric.TIMED_PATHS:
+        test = rubric.TEST_BY_ID[path.test]
+        failing = [t.id for task in path.requires for t in rubric.tests_of(task) if t.id not in passed]
+        if failing:
+            graded.append((test, 0, [f"Not timed: every correctness test of this path must pass first, "
+                                     f"and {', '.join(failing)} did not."]))
+            continue
+        loops = static_check(submission.chunks, path)
+        if loops:
+            graded.append((test, 0, [
+                f"No points: a Python loop in the score path ({loops[0]}).",
+                "Static check: " + "; ".join(loops),
+                "A loop over positions gets no timing points, whatever its time: use tensor operations "
+                "(broadcasting, gather, indexing with a tensor of indices)."]))
+            continue
+        lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
+        if skipped:
+            given = mode == "give"
+            lines.insert(0, f"Not timed: {skipped}; its points are {'given' if given else 'withheld'}.")
+            graded.append((test, 1.0 if given else 0.0, lines))
+            continue
+        graded.append(None)
+        timed.append((len(graded) - 1, path, test, lines))
+    if timed:
+        with machine.exclusive() if machine is not None else contextlib.nullcontext():
+            student = None
+            try:
+                for at, path, test, lines in timed:
+                    if student is None or not student.alive:
+                        student = ServeChild(server, submission.chunks, submission.path.name, limits)
+                    fraction, summary = _time_path(path, device, student, references.get(), lines)
+                    graded[at] = (test, fraction, [summary] + lines)
+            finally:
+                if student is not None:
+                    student.close()  # within the hold: nothing of it runs once another's code does
     return graded
 
 
-def _time_path(path, device, student, reference, machine, lines):
+def _time_path(path, device, student, reference, lines):
     """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary)."""
     sizes = rubric.TIMING_SIZES[device]
     fractions, summaries = [], []
@@ -390,7 +468,7 @@ def _time_path(path, device, student, reference, machine, lines):
                                                                                  "head_dim")}}
         where = _describe(spec)
         try:
-            measured = measure(student, reference, spec, machine)
+            measured = measure(student, reference, spec)
         except ChildFailed as error:
             lines.append(f"Time ({where}): not measured: {error}.")
             return 0.0, f"No points: {error}."

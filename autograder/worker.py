@@ -243,9 +243,49 @@ def _limit_self(limits):
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
-def _timing_inputs(spec):
-    """The inputs of a score path, drawn from the spec's seed: the same in every process that asks."""
-    generator = torch.Generator().manual_seed(spec["seed"])
+# How sampled output values are read: with the tensor type's own methods and a raw read of its memory, taken
+# before any submitted code runs. A submission can replace torch.Tensor's Python methods (tolist, __getitem__)
+# or push a dispatch mode, so that an output read through them shows whatever it likes; these it cannot
+# replace (torch._C.TensorBase is an immutable type, and the functions are held here).
+_TB = torch._C.TensorBase
+_STRING_AT = ctypes.string_at
+_FORMATS = {torch.float32: "f", torch.float64: "d", torch.float16: "e", torch.int64: "q", torch.int32: "i",
+            torch.int16: "h", torch.int8: "b", torch.uint8: "B", torch.bool: "?"}
+
+
+def _entries(tensor, indices):
+    """The entries of ``tensor`` at the given flat (row-major) indices, as floats; indices past its end skipped."""
+    shape = list(_TB.shape.__get__(tensor))
+    numel = 1
+    for size in shape:
+        numel *= size
+    dtype = _TB.dtype.__get__(tensor)
+    if _TB.is_cuda.__get__(tensor) or (dtype not in _FORMATS and dtype != torch.bfloat16):
+        with torch._C.DisableTorchFunctionSubclass():  # a GPU tensor (or an unusual dtype): read through torch
+            flat = tensor.detach().reshape(-1)
+            index = torch.tensor([i for i in indices if 0 <= i < numel], dtype=torch.long, device=flat.device)
+            return flat[index].to("cpu", torch.float64).tolist()
+    strides = _TB.stride(tensor)
+    size, base = _TB.element_size(tensor), _TB.data_ptr(tensor)  # data_ptr: the first entry, offset included
+    values = []
+    for flat_index in indices:
+        if not 0 <= flat_index < numel:
+            continue
+        position, rest = 0, flat_index
+        for dimension in range(len(shape) - 1, -1, -1):
+            position += (rest % shape[dimension]) * strides[dimension]
+            rest //= shape[dimension]
+        raw = _STRING_AT(base + position * size, size)
+        if dtype == torch.bfloat16:
+            values.append(struct.unpack("<f", b"\0\0" + raw)[0])
+        else:
+            values.append(float(struct.unpack("=" + _FORMATS[dtype], raw)[0]))
+    return values
+
+
+def _timing_inputs(spec, seed):
+    """The inputs of a score path, drawn from ``seed``: the same in every process that asks, in fresh storage."""
+    generator = torch.Generator().manual_seed(seed)
     batch, heads, length, head_dim = spec["batch"], spec["heads"], spec["length"], spec["head_dim"]
     device, dtype = spec["device"], getattr(torch, spec["dtype"])
     q = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
@@ -255,15 +295,14 @@ def _timing_inputs(spec):
     return q, k, rel_k, table
 
 
-def _timed_call(namespace, spec):
-    """A function of no arguments that runs the spec's score path once, as the student wrote it."""
-    q, k, rel_k, table = _timing_inputs(spec)
-    length = spec["length"]
+def _score_path(namespace, spec):
+    """A function of the inputs that runs the spec's score path once, as the student wrote it."""
+    length, max_relative = spec["length"], spec["max_relative"]
     if spec["path"] == "shaw":
         shaw_scores = namespace["shaw_scores"]
-        return lambda: shaw_scores(q, k, rel_k, spec["max_relative"])
+        return lambda q, k, rel_k, table: shaw_scores(q, k, rel_k, max_relative)
     t5_bias, biased_scores = namespace["t5_bias"], namespace["biased_scores"]
-    return lambda: biased_scores(q, k, t5_bias(length, length, table), scale=1.0)
+    return lambda q, k, rel_k, table: biased_scores(q, k, t5_bias(length, length, table), scale=1.0)
 
 
 def _synchronize(device):
@@ -278,52 +317,57 @@ def _cuda_peak_bytes(device):
 
 
 def _serve_one(namespace, chunks, command, state):
+    """One command of the timing tier. Each timed call gets inputs of its own, drawn just before it by
+    ``prepare`` from a seed the grader chose then, in fresh storage: nothing computed on earlier inputs helps."""
     kind = command["command"]
     if kind == "setup":
         spec = command["spec"]
         state.clear()
-        state["device"] = spec["device"]
+        state["device"], state["spec"] = spec["device"], spec
         try:
-            state["call"] = _timed_call(namespace, spec)
-            for _ in range(spec["warmup"]):
-                state["call"]()
+            state["path"] = _score_path(namespace, spec)
+            for number in range(spec["warmup"]):
+                state["path"](*_timing_inputs(spec, spec["seed"] + number))
             _synchronize(spec["device"])
         except BaseException as error:
-            state.pop("call", None)
+            state.pop("path", None)
             return _error(error, chunks)
         return {"ok": True}
-    if kind == "reset_peak":
-        state.pop("last", None)
-        # For the call measured next, every large tensor is a fresh mapping, so the kernel's high-water mark
-        # sees all of it; calls timed later use the allocator as usual (the threshold at its usual maximum).
+    if kind == "prepare":
+        state.pop("last", None)  # free the previous output before the next call, as the reference does
+        state.pop("inputs", None)
+        # For a call measured for memory, every large tensor is a fresh mapping, so that memory freed earlier
+        # and reused shows as new; calls timed for speed use the allocator as usual.
         _mmap_threshold(64 * 1024 if command.get("fresh_mappings") else 32 * 1024 * 1024)
         if command.get("fresh_mappings") and _MALLOC_TRIM is not None:
-            _MALLOC_TRIM(0)  # free heap memory goes back to the system: reusing it shows as new memory
+            _MALLOC_TRIM(0)
+        state["inputs"] = _timing_inputs(state["spec"], command["seed"])
+        _synchronize(state["device"])
         if state["device"].startswith("cuda") and _CUDA_RESET_PEAK is not None:
-            _synchronize(state["device"])
             _CUDA_RESET_PEAK(torch.device(state["device"]).index or 0)
         return {"ok": True, "cuda_baseline": _cuda_peak_bytes(state["device"])}
     if kind == "run":
-        state.pop("last", None)  # free the previous output before the next call, as the reference does
+        inputs = state.pop("inputs", None)
+        if inputs is None:
+            return {"error": {"type": "RuntimeError", "mro": [], "message": "run before prepare", "where": ""}}
         try:
-            state["last"] = state["call"]()
+            output = state["path"](*inputs)
             _synchronize(state["device"])
         except BaseException as error:
             return _error(error, chunks)
+        del inputs
+        state["last"] = output
         return {"done": command["nonce"]}
     if kind == "sample":
         last = state.get("last")
-        if not isinstance(last, torch.Tensor):
-            return {"value": _encode(last)}
-        with torch._C.DisableTorchFunctionSubclass():
-            flat = last.detach().reshape(-1)
-            index = torch.tensor(command["indices"], dtype=torch.long, device=flat.device)
-            index = index[index < flat.numel()]
-            values = flat[index].to("cpu", torch.float64).tolist()
-            return {"values": values, "shape": list(last.shape), "dtype": str(last.dtype).replace("torch.", ""),
-                    "device": str(last.device), "cuda_peak": _cuda_peak_bytes(state["device"])}
+        if type(last) is not torch.Tensor or _TB.layout.__get__(last) != torch.strided:
+            return {"value": _encode(last)}  # not a plain tensor: the grader says so
+        shape = list(_TB.shape.__get__(last))
+        dtype = _TB.dtype.__get__(last)
+        return {"values": _entries(last, command["indices"]), "shape": shape,
+                "dtype": str(dtype).replace("torch.", ""), "device": str(_TB.device.__get__(last)),
+                "cuda_peak": _cuda_peak_bytes(state["device"])}
     return {"error": {"type": "ValueError", "mro": [], "message": f"unknown command {kind}", "where": ""}}
-
 
 
 def serve(namespace, chunks, commands, replies):
@@ -334,6 +378,34 @@ def serve(namespace, chunks, commands, replies):
             reply = _serve_one(namespace, chunks, json.loads(line), state)
             writer.write(json.dumps(reply) + "\n")
             writer.flush()
+
+
+def pack(value):
+    """``value`` (dicts, lists, text, numbers, booleans, None and plain CPU tensors) as a data frame's bytes.
+
+    The grader reads it back with autograder/protocol.py, which builds only plain data and tensors: four
+    bytes of header length, a JSON header in which each tensor is {"$tensor": [dtype, shape, offset,
+    nbytes]}, then the tensors' bytes.
+    """
+    blobs, offset = [], 0
+
+    def tree(node):
+        nonlocal offset
+        if isinstance(node, torch.Tensor):
+            plain = node.detach().to("cpu").contiguous()
+            data = plain.reshape(-1).view(torch.uint8).numpy().tobytes() if plain.numel() else b""
+            spec = [str(plain.dtype).replace("torch.", ""), list(plain.shape), offset, len(data)]
+            blobs.append(data)
+            offset += len(data)
+            return {"$tensor": spec}
+        if isinstance(node, dict):
+            return {str(key): tree(item) for key, item in node.items()}
+        if isinstance(node, (list, tuple)):
+            return [tree(item) for item in node]
+        return node
+
+    header = json.dumps(tree(value)).encode()
+    return struct.pack("<I", len(header)) + header + b"".join(blobs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,15 +451,13 @@ def _grade_job(job_in, job_out):
     chunks = submission["chunks"]
     namespace, errors = _load(chunks, submission["filename"])
     defined = sorted(name for name in namespace if not name.startswith("__"))[:500]
-    _write_all(job_out, frame(b"L", json.dumps({"errors": errors, "defined": defined}).encode()))
+    _write_all(job_out, frame(b"L", pack({"errors": errors, "defined": defined})))
     wanted = submission.get("tasks")
     for task in plan["tasks"]:
         if wanted is not None and task["task"] not in wanted:
             continue
         results = {probe["id"]: run_probe(namespace, probe, chunks) for probe in task["probes"]}
-        buffer = io.BytesIO()
-        torch.save(results, buffer)
-        _write_all(job_out, frame(b"R", task["task"].encode() + b"\0" + buffer.getvalue()))
+        _write_all(job_out, frame(b"R", task["task"].encode() + b"\0" + pack(results)))
 
 
 def _serve_job(job_in, job_out):
@@ -444,17 +514,22 @@ def _enter_namespaces():
         handle.write(f"{gid} {gid} 1")
 
 
-def _private_folders(keep):
-    """In the job's first process: its own empty /work, /tmp and /dev/shm.
+SCRATCH_BYTES = 128 * 1024**2  # the default size of each private folder; the request may say otherwise
+
+
+def _private_folders(keep, size):
+    """In the job's first process: its own empty /work, /tmp and /dev/shm, each at most ``size`` bytes.
 
     ``keep`` are read-only folders of the server's view that lie below one of those (a Python
-    environment in /tmp): they are mounted again, read-only, over the fresh folder.
+    environment in /tmp): they are mounted again, read-only, over the fresh folder. What a job writes
+    there is gone with its mount namespace, and is counted by the job's memory limit meanwhile.
     """
     _check(_libc_handle.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "make mounts private")
     held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep}
+    options = f"mode=0777,size={int(size)},nr_inodes=16384".encode()
     for folder in (b"/work", b"/tmp", b"/dev/shm"):
         if os.path.isdir(folder):
-            _check(_libc_handle.mount(b"tmpfs", folder, b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0777"),
+            _check(_libc_handle.mount(b"tmpfs", folder, b"tmpfs", _MS_NOSUID | _MS_NODEV, options),
                    f"mount {folder.decode()}")
     for path, handle in held.items():
         os.makedirs(path, exist_ok=True)
@@ -524,7 +599,7 @@ def _first(request, fds, isolate, keeper_alive, status, keep):
         if select.select([keeper_alive], [], [], 0)[0]:
             os._exit(1)  # the keeper died before the line above: nobody would stop this job
         if isolate:
-            _private_folders(keep)
+            _private_folders(keep, request.get("scratch_bytes") or SCRATCH_BYTES)
         runner = os.fork()
         if runner == 0:
             os.close(status)

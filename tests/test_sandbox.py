@@ -233,7 +233,7 @@ def test_a_kit_installed_into_the_python_environment_is_hidden_inside(monkeypatc
                     job = server.spawn({"mode": "grade"}, out.fileno(), out.fileno())
                     header = json.dumps({"filename": "probe.py", "chunks": [{"label": "probe.py", "source": probe}],
                                          "tasks": [], "limits": {}}).encode()
-                    sandbox.send_all(job.input, sandbox.frame(b"S", header) + sandbox.frame(b"P", sandbox.serialize_plan({})))
+                    sandbox.send_all(job.input, sandbox.frame(b"S", header) + sandbox.frame(b"P", sandbox.serialize_plan({}).data))
                     job.wait(time.monotonic() + 60)
                     job.stop()
                     out.seek(0)

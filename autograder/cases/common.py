@@ -20,6 +20,7 @@ from autograder.compare import mismatch
 class Verdict:
     passed: bool
     message: str = ""  # on a pass, an optional note (partial credit carried forward)
+    mistake: str = ""  # on a failure, the known mistake that explains the whole output, when one does
 
 
 @dataclass
@@ -141,7 +142,8 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         if also_accept is not None and mismatch(got, also_accept, atol=atol, rtol=rtol) is None:
             return Verdict(True)
         explanation = diagnose(got, mistakes, atol, rtol)
-        return Verdict(False, problem + (f"\nLikely mistake: {explanation}" if explanation else ""))
+        return Verdict(False, problem + (f"\nLikely mistake: {explanation}" if explanation else ""),
+                       mistake=explanation or "")
 
     return check
 
