@@ -12,6 +12,7 @@ from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, SaveAut
 from autograder import rubric
 from autograder.kernel_sandbox import SandboxedKernelManager
 from autograder.nbgrader_bridge import BoundedExecute, TrustedGrades
+from autograder.nbgrader_inert import MakeInert
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -54,13 +55,20 @@ c.Autograde.exclude_overwriting = {}
 
 # Feedback without the hidden tests: by default nbgrader's feedback shows the graded cells as they
 # ran, hidden regions included. ClearHiddenTests removes them before the HTML is written.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# nbconvert copies a notebook's HTML, scripts and javascript: links into the page as they are; MakeInert
+# cleans them out of the feedback (nh3), as it did out of the autograded notebook (below), so that a notebook
+# graded before it was added is inert too (autograder/nbgrader_inert.py).
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, MakeInert, CSSHTMLHeaderPreprocessor]
 
 # The grade of each graded cell comes from the kit's grader, run out of the student's kernel on the
 # notebook's code (autograder/nbgrader_bridge.py), just before nbgrader saves the grades; the notebook
-# runs in the kernel under BoundedExecute. The list replaces nbgrader's whole list, so it is built from
-# nbgrader's own default.
+# runs in the kernel under BoundedExecute. Right after it, MakeInert leaves nothing active in the notebook
+# that autograde saves, which the formgrader shows the instructor: its scripts, HTML and javascript: links
+# cleaned, from the student's markdown and from what the kernel printed. The list replaces nbgrader's whole
+# list, so it is built from nbgrader's own default.
 _steps = [BoundedExecute if step is Execute else step
           for step in Autograde.class_traits()["autograde_preprocessors"].default()]
+_ran = _steps.index(BoundedExecute) + 1
+_steps[_ran:_ran] = [MakeInert]
 _save = _steps.index(SaveAutoGrades)
 c.Autograde.autograde_preprocessors = _steps[:_save] + [TrustedGrades] + _steps[_save:]

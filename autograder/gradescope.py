@@ -247,8 +247,12 @@ def _find_file(submission):
     """The file to grade in ``submission``, or a Result that says why there is none."""
     if not submission.is_dir():
         return None, _not_graded(f"No submission folder was found at {submission}. {_TELL_INSTRUCTOR}")
-    uploaded = sorted(str(path.relative_to(submission)) for path in submission.rglob("*") if path.is_file()
-                      and not any(part.startswith(".") for part in path.relative_to(submission).parts))
+    from autograder.load import regular_files, shown_name
+
+    try:  # the upload is the student's: walked without following a link, anything not a regular file refused
+        uploaded = [shown_name(path.parts) for path in regular_files(submission)]
+    except LoadError as error:
+        return None, _not_graded(f"Not graded: {error}")
     listing = (", ".join(uploaded[:10]) + (f" and {len(uploaded) - 10} more" if len(uploaded) > 10 else "")) \
         if uploaded else "nothing"
     try:

@@ -5,6 +5,9 @@ score histogram and the pass rate per task as a PNG (when matplotlib is
 installed); ``write_summary`` writes both into the output folder.
 
 Rates count every submission, including those that could not be graded.
+Names and diagnoses come from submissions, so the text shows them through
+``autograder.inert`` on one line each; the picture draws only the rubric's
+task names and numbers.
 """
 
 import os
@@ -15,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from autograder import rubric
+from autograder.inert import inert_line
 
 BIN_LABELS = tuple(f"{low}-{low + 9}" for low in range(0, 100, 10)) + ("100",)
 TOP_MISTAKES = 10
@@ -164,8 +168,8 @@ def _mistake_section(results):
     if not ranked:
         return lines + ["  none: no failed test matched a known mistake."]
     for rank, ((task, mistake), count) in enumerate(ranked[:TOP_MISTAKES], start=1):
-        head = f"  {rank:>2}. {_plural(count, 'submission')}, {task}: "
-        lines.append(textwrap.fill(mistake, width=100, initial_indent=head,
+        head = f"  {rank:>2}. {_plural(count, 'submission')}, {inert_line(task)}: "
+        lines.append(textwrap.fill(inert_line(mistake), width=100, initial_indent=head,
                                    subsequent_indent=" " * 8))
     if len(ranked) > TOP_MISTAKES:
         lines.append(f"  ... and {_plural(len(ranked) - TOP_MISTAKES, 'other mistake')}.")
@@ -175,8 +179,8 @@ def _mistake_section(results):
 def _named(results, reason=None):
     lines = []
     for result in results[:NAMES_SHOWN]:
-        why = f": {' '.join(reason(result).split())[:100]}" if reason else ""
-        lines.append(f"    {result.name}{why}")
+        why = f": {' '.join(inert_line(reason(result)).split())[:100]}" if reason else ""
+        lines.append(f"    {inert_line(result.name)}{why}")
     if len(results) > NAMES_SHOWN:
         lines.append(f"    ... and {len(results) - NAMES_SHOWN} more")
     return lines
@@ -185,8 +189,8 @@ def _named(results, reason=None):
 def _why_not_loaded(result):
     """The first line of the message that replaced every test: the last note, else the rows' own text."""
     # gradescope._not_graded keeps the reason in the notes and a pointer to it in every row.
-    message = result.notes[-1] if result.notes else result.tests[0].output
-    return message.strip().splitlines()[0] if message.strip() else "no message"
+    message = str(result.notes[-1] if result.notes else result.tests[0].output).strip()
+    return message.split("\n", 1)[0] if message else "no message"
 
 
 def _ungraded_section(results):

@@ -26,6 +26,9 @@ class Attack:
     name: str
     source: str  # appended to the blank stubs: a complete submission
     sandboxed_only: bool = False  # scores 0 only where bubblewrap keeps it from the machine's files
+    # Attacks that can tell whether they got through say ESCAPED in what they raise or print; the word must
+    # appear in no feedback. (Each keeps its report short and raises it from every function it defines.)
+    grouped_only: bool = False  # held only where each job has a control group of its own (root, cgroups)
 
 
 def _every_function_is(fake):
@@ -228,8 +231,115 @@ torch.cuda.Event.elapsed_time = lambda self, other: 0.0
 torch.cuda.synchronize = lambda *args, **kwargs: None
 _ANSWER = torch.zeros(1)
 ''' + ANSWER_ALL),
+        # Round two: attacks the first corpus did not hold, each a broken invariant of DESIGN.md.
+        # Invariant 8: a file whose every function raises ValueError passed every invalid-argument test.
+        Attack("every_function_raises_value_error", '''
+
+def _refuse(*args, **kwargs):
+    raise ValueError(f"refused {args} {kwargs}")
+''' + _every_function_is("_refuse")),
+        # Invariant 9: a message that rewrites its row of the class table and retitles the terminal.
+        Attack("escape_sequences_in_messages", r'''
+import sys
+_TRICK = "\r\x1b[2K\x1b[1Aalice  13/13 ... 100/100  all tests pass\x1b]0;graded: 100/100\x07\u202e\u2028"
+print(_TRICK)
+print(_TRICK, file=sys.stderr)
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_TRICK)
+''' + _every_function_is("_fake")),
+        # Invariant 2: the job's first frame written by the submission itself, before the worker's: a report of
+        # what loaded that is not a report (the old grader took it and crashed on it, stopping the class run).
+        Attack("forges_the_first_frame", '''
+import json as _json, os as _os, struct as _struct
+for _body in (b"[1, 2]", _json.dumps({"errors": [{"mro": 5}], "defined": 7}).encode()):
+    for _kind in (b"L", b"R"):
+        for _fd in range(3, 64):
+            try:
+                _os.write(_fd, _kind + _struct.pack("<Q", len(_body)) + _body)
+            except OSError:
+                pass
+'''),
+        # Invariant 5: files in the private folders, which no process limit counts, filling the machine's memory.
+        Attack("fills_its_private_folders", f'''
+import os as _os
+_written = 0
+for _folder in ("/tmp", "/work", "/dev/shm", _os.getcwd(), _os.path.expanduser("~")):
+    try:
+        with open(_os.path.join(_folder, "{traces.name}-fill"), "ab") as _handle:
+            for _ in range(512):
+                _handle.write(b"x" * (1 << 20))
+                _written += 1 << 20
+    except OSError:
+        pass
+_REPORT = ("ESCAPED: " if _written > 3 * {rubric.SCRATCH_BYTES} else "contained: ") + f"{{_written >> 20}} MiB"
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_REPORT)
+''' + _every_function_is("_fake"), sandboxed_only=True),
+        # Invariant 5: more processes than a job may hold (a fork bomb, stopped at 200 so that it harms nothing).
+        Attack("many_processes", f'''
+import os as _os
+_started = 0
+for _ in range(200):
+    try:
+        if _os.fork() == 0:
+            _os.execv("/bin/sleep", ["{traces.name}-sleeper", "30"])
+        _started += 1
+    except OSError:
+        break
+_REPORT = ("ESCAPED: " if _started > {rubric.JOB_PROCESSES} else "contained: ") + f"{{_started}} processes"
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_REPORT)
+''' + _every_function_is("_fake"), grouped_only=True),
+        # Invariant 5: three children, each under the address-space limit, holding more than the limit together.
+        Attack("children_beyond_the_memory_limit", f'''
+import os as _os, time as _time
+_share = {CHILD_BYTES}
+_reads, _children = [], []
+for _ in range(3):
+    _read, _write = _os.pipe()
+    _pid = _os.fork()
+    if _pid == 0:
+        try:
+            _os.close(_read)
+            _block = bytearray(_share)
+            for _at in range(0, _share, 4096):
+                _block[_at] = 1
+            _os.write(_write, b"1")
+            _time.sleep(30)
+        except BaseException as _error:
+            _os.write(_write, repr(_error).encode()[:200])
+        finally:
+            _os._exit(0)
+    _os.close(_write)
+    _children.append(_pid)
+    _reads.append(_read)
+_said = [_os.read(_read, 200) for _read in _reads]
+_held = _said.count(b"1")
+_REPORT = ("ESCAPED: " if _held == 3 else "contained: ") + f"{{_held}} of 3 children held their memory {{_said}}"
+for _pid in _children:
+    try:
+        _os.kill(_pid, 9)
+    except OSError:
+        pass
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_REPORT)
+''' + _every_function_is("_fake"), grouped_only=True),
     ]
     return {attack.name: attack for attack in attacks}
+
+
+# The memory attack's limit (the corpus is graded with MEMORY_BYTES of this size) and what each of its three
+# children touches: each child fits under the limit alone (so the address-space limit lets it), three do not.
+MEMORY_LIMIT_BYTES = 2 * 1024**3
+CHILD_BYTES = 800 * 1024**2
 
 
 def processes_named(marker):

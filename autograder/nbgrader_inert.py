@@ -1,0 +1,281 @@
+"""A student's notebook made inert for whoever reads it: nbgrader's formgrader, the feedback HTML, Jupyter.
+
+nbconvert writes a notebook's HTML as it finds it: raw HTML in markdown cells
+and in raw cells, ``text/html`` and ``application/javascript`` outputs, widget
+state and ``javascript:`` links all reach the page as they are, so a student's
+notebook can run script in the instructor's formgrader or in the feedback page.
+``MakeInert`` is the nbgrader preprocessor that stops it, on what autograde saves
+and again before generate_feedback writes its HTML:
+
+* a markdown cell (and a ``text/markdown`` output) that holds raw HTML, a link
+  or an image whose URL is not plainly safe, or a mermaid block (nbconvert
+  7.17 copies its text into the page unescaped) is replaced by its own HTML as
+  nbconvert renders it, cleaned by nh3; any other markdown is left exactly as
+  it is, so ordinary cells (the lesson's own) keep their text;
+* raw cells that an HTML export copies into the page are cleaned by nh3;
+* of an output, text, LaTeX, PNG and JPEG are kept, HTML is cleaned by nh3, and
+  the rest (JavaScript, widget views, SVG, PDF, unknown types) is dropped, with
+  a line of text saying what was left out; image metadata is kept only where it
+  is a plain number (nbconvert writes ``width`` into the tag unquoted);
+* attachments keep their raster images; the notebook's widget state goes.
+
+Streams and errors are left alone: nbconvert escapes them, escape sequences
+included (``ansi2html`` turns them into spans of its own).
+"""
+
+import re
+from html.parser import HTMLParser
+
+import nh3
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbformat import NotebookNode
+from nbgrader.preprocessors import NbGraderPreprocessor
+from pygments.token import STANDARD_TYPES
+
+TEXT_OUTPUTS = frozenset({"text/plain", "text/latex"})  # nbconvert escapes both
+IMAGE_OUTPUTS = frozenset({"image/png", "image/jpeg"})
+IMAGE_ATTACHMENTS = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+LINK_SCHEMES = frozenset({"http", "https", "mailto"})
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+_SCHEME = re.compile(r"([a-z][a-z0-9+.\-]*):")
+_IMAGE_DATA_URL = re.compile(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*", re.IGNORECASE)
+# What a browser ignores in a URL before it reads the scheme: tabs and newlines anywhere ("java\tscript:" is
+# javascript:), and C0 controls and spaces in front.
+_URL_IGNORED = re.compile(r"[\t\n\r]")
+_C0_AND_SPACE = "".join(chr(code) for code in range(0x21))
+
+# nh3's default tags, less those that reorder what a reader sees (bdo, bdi) or carry links of their own (map).
+_TAGS = frozenset(nh3.ALLOWED_TAGS) - {"bdo", "bdi", "map", "area"}
+_ATTRIBUTES = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items() if tag in _TAGS}
+_ATTRIBUTES["a"] = {"href", "title"}
+_ATTRIBUTES["img"] = {"src", "alt", "title", "width", "height"}
+for _cell in ("th", "td"):
+    _ATTRIBUTES[_cell] = _ATTRIBUTES.get(_cell, set()) | {"style"}  # markdown tables align columns by style
+# The classes nbconvert's own markdown rendering uses (Pygments' token classes, the heading anchors); any other
+# class could borrow the page's CSS (a fixed bar over the grades, say).
+_CLASSES = frozenset(STANDARD_TYPES.values()) - {""} | {"highlight", "hll", "anchor-link"}
+
+
+def _url_of(value):
+    return _URL_IGNORED.sub("", value).lstrip(_C0_AND_SPACE)
+
+
+def safe_link(url):
+    """Whether a link's (decoded) href can only navigate: relative, an anchor, or http, https, mailto."""
+    url = _url_of(url)
+    scheme = _SCHEME.match(url.lower())
+    return scheme.group(1) in LINK_SCHEMES if scheme else not url.startswith(("\\", "/\\"))
+
+
+def safe_image(url):
+    """Whether an image's (decoded) src loads nothing from elsewhere: a raster data: URL or a relative path."""
+    url = _url_of(url)
+    if _SCHEME.match(url.lower()):
+        return _IMAGE_DATA_URL.fullmatch(url) is not None
+    return not url.startswith(("//", "\\", "/\\"))  # a protocol-relative URL is another site's
+
+
+def _attribute(tag, name, value):
+    # Called by nh3 on every attribute it would keep, once its own URL scheme check has passed.
+    if name == "href":
+        return value if safe_link(value) else None
+    if name == "src":
+        return value if tag == "img" and safe_image(value) else None
+    return value
+
+
+_CLEANER = nh3.Cleaner(
+    tags=set(_TAGS), clean_content_tags={"script", "style"}, attributes=_ATTRIBUTES,
+    attribute_filter=_attribute, url_schemes=set(LINK_SCHEMES) | {"data"},
+    allowed_classes={tag: set(_CLASSES) for tag in ("span", "div", "pre", "code", "a")},
+    filter_style_properties={"text-align"}, strip_comments=True)
+
+
+def clean_html(text):
+    """HTML with only inert markup left: no script, no event handler, no link or image outside the policy."""
+    return _CLEANER.clean(text)
+
+
+class _Renderer(IPythonRenderer):
+    """nbconvert's markdown renderer (the HTML a notebook's markdown becomes), noting whatever could be active.
+
+    ``active`` turns true on raw HTML, a mermaid block, and a link or image whose URL, as it is written into
+    the page, fails ``safe_link`` or ``safe_image``. An attachment that is missing renders as an empty image
+    (nbconvert would stop the whole export on it).
+    """
+
+    def __init__(self, attachments=None):
+        super().__init__(escape=False, attachments=attachments or {})
+        self.active = False
+
+    def inline_html(self, html_text):
+        self.active = True
+        return super().inline_html(html_text)
+
+    def block_html(self, html_text):
+        self.active = True
+        return super().block_html(html_text)
+
+    def block_code(self, code, info=None):
+        if info and info.strip().startswith("mermaid"):
+            self.active = True
+        return super().block_code(code, info)
+
+    def link(self, text, url, title=None):
+        rendered = super().link(text, url, title)
+        # The href as the browser reads it, from the tag itself: whatever unescaping the renderer did is done.
+        if not safe_link(_first_attribute(rendered, "href")):
+            self.active = True
+        return rendered
+
+    def image(self, text, url, title=None):
+        rendered = super().image(text, url, title)
+        if not safe_image(_first_attribute(rendered, "src")):
+            self.active = True
+        return rendered
+
+    def _embed_image_or_attachment(self, src):
+        if src.startswith("attachment:") and src[len("attachment:"):] not in self.attachments:
+            self.active = True  # only the cleaned HTML, which has no reference left to it, can be exported
+            return ""
+        return super()._embed_image_or_attachment(src)
+
+
+class _FirstTag(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.attributes = None
+
+    def handle_starttag(self, tag, attrs):
+        if self.attributes is None:
+            self.attributes = dict(attrs)
+
+    handle_startendtag = handle_starttag
+
+
+def _first_attribute(rendered, name):
+    parser = _FirstTag()
+    parser.feed(rendered)
+    parser.close()
+    value = (parser.attributes or {}).get(name)
+    return "" if value is None else value
+
+
+def _render(source, attachments):
+    renderer = _Renderer(attachments)
+    return MarkdownWithMath(renderer=renderer).render(source), renderer.active
+
+
+def clean_markdown(source, attachments=None):
+    """Markdown that renders to nothing active: ``source`` itself when it renders safe as it is, else its HTML.
+
+    The HTML is nbconvert's rendering of ``source``, cleaned by nh3, on one line inside a ``<div>``: markdown
+    passes an HTML block on one line through as it is, so what a browser gets is what nh3 let through.
+    """
+    rendered, active = _render(source, attachments)
+    if not active:
+        return source
+    if source.startswith("<div>") and source.endswith("</div>") and _one_block(clean_html(source[5:-6])) == source:
+        return source  # cleaned already, here: cleaning twice changes nothing
+    return _one_block(clean_html(rendered))
+
+
+def _one_block(cleaned):
+    # A newline would end the HTML block and hand the rest back to markdown; &#10; is the same character in
+    # text and in attributes, and nh3 never writes one inside a tag.
+    return "<div>" + cleaned.replace("\r", "").replace("\n", "&#10;") + "</div>"
+
+
+def _text(value):
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _image_metadata(metadata, mime):
+    """What nbconvert may write into an image's tag: width and height as numbers, unconfined, alt text."""
+    own = metadata.get(mime) if isinstance(metadata.get(mime), dict) else {}
+    kept = {}
+    for key in ("width", "height"):
+        value = own.get(key, metadata.get(key))
+        if _number(value):
+            kept[key] = value
+    if isinstance(own.get("unconfined"), bool):
+        kept["unconfined"] = own["unconfined"]
+    if isinstance(own.get("alt"), str):
+        kept["alt"] = own["alt"]  # written quoted and escaped
+    return kept
+
+
+def inert_output(output):
+    """One output made inert, or None where nothing of it is safe to show (an unknown output type)."""
+    kind = output.get("output_type")
+    if kind in ("stream", "error"):
+        return output
+    if kind not in ("display_data", "execute_result"):
+        return None
+    data = output.get("data") if isinstance(output.get("data"), dict) else {}
+    metadata = output.get("metadata") if isinstance(output.get("metadata"), dict) else {}
+    kept, kept_metadata, dropped = {}, {}, []
+    for mime, value in data.items():
+        if mime in TEXT_OUTPUTS:
+            kept[mime] = _text(value)
+        elif mime in IMAGE_OUTPUTS and isinstance(value, str) and _BASE64.fullmatch(value):
+            kept[mime] = value  # written into a src="data:..." attribute: base64 only
+            kept_metadata[mime] = _image_metadata(metadata, mime)
+        elif mime == "text/html":
+            kept[mime] = clean_html(_text(value))
+        elif mime == "text/markdown":
+            kept[mime] = clean_markdown(_text(value))
+        else:
+            dropped.append(mime)
+    if dropped and "text/plain" not in kept:
+        kept["text/plain"] = f"[not shown here: {', '.join(sorted(dropped))} output]"
+    output["data"] = NotebookNode(kept)
+    output["metadata"] = NotebookNode({mime: NotebookNode(value) for mime, value in kept_metadata.items()})
+    return output
+
+
+def inert_attachments(attachments):
+    """The attachments of a markdown cell with their raster images only (base64 text, as nbformat has it)."""
+    kept = {}
+    for name, bundle in (attachments or {}).items():
+        if isinstance(bundle, dict):
+            images = {mime: value for mime, value in bundle.items()
+                      if mime in IMAGE_ATTACHMENTS and isinstance(value, str) and _BASE64.fullmatch(value)}
+            if images:
+                kept[name] = images
+    return kept
+
+
+def _shown_as_html(cell):
+    # nbconvert copies a raw cell into an HTML page when its raw_mimetype (lowercased) is "" or text/html.
+    mime = cell.get("metadata", {}).get("raw_mimetype", "")
+    return not isinstance(mime, str) or mime.lower() in ("", "text/html")
+
+
+def make_inert(cell):
+    """One cell made inert in place (see the module's docstring); returns it."""
+    if cell.cell_type == "markdown":
+        if "attachments" in cell:
+            cell.attachments = inert_attachments(cell.attachments)
+        cell.source = clean_markdown(cell.source, cell.get("attachments"))
+    elif cell.cell_type == "raw" and _shown_as_html(cell):
+        cell.source = clean_html(cell.source)
+    elif cell.cell_type == "code":
+        cell.outputs = [output for output in map(inert_output, cell.get("outputs", [])) if output is not None]
+    return cell
+
+
+class MakeInert(NbGraderPreprocessor):
+    """Make a student's notebook inert for the pages that show it (the formgrader, the feedback HTML)."""
+
+    def preprocess(self, nb, resources):
+        # Widget state is rendered by the widget manager's own script, HTML widgets and all.
+        nb.metadata.pop("widgets", None)
+        for cell in nb.cells:
+            make_inert(cell)
+        return nb, resources
