@@ -72,6 +72,23 @@ def strip_markers(source):
     return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END)) + "\n"
 
 
+LOOP_CHECK_IMPORT = "from autograder.loop_check import assert_no_loops, loops_in  # noqa: F401  (part of this module's interface)\n"
+
+
+def checks_text():
+    """The student's ``checks.py``: compare.py with the loop check's module written in where it is imported.
+
+    One file, so that a notebook needs one ``from checks import ...``, and nothing of the grader's package.
+    """
+    compare = (ROOT / "autograder" / "compare.py").read_text(encoding="utf-8")
+    if compare.count(LOOP_CHECK_IMPORT) != 1:
+        raise RuntimeError("autograder/compare.py no longer imports the loop check the way build.py expects")
+    loop_check = (ROOT / "autograder" / "loop_check.py").read_text(encoding="utf-8")
+    body = loop_check[loop_check.index('"""', 3) + 3:].lstrip("\n")  # without its docstring
+    return compare.replace(LOOP_CHECK_IMPORT, "\n# --- autograder/loop_check.py " + "-" * 60 + "\n\n" + body
+                           + "\n# --- the rest of autograder/compare.py " + "-" * 52 + "\n")
+
+
 def generated_files():
     """{path relative to the repository: text} of every file made from solutions/ and the grader's modules.
 
@@ -82,8 +99,7 @@ def generated_files():
     from autograder.course import course_files
 
     reference = REFERENCE.read_text(encoding="utf-8")
-    checks = GENERATED.format(source="autograder/compare.py") + (ROOT / "autograder" / "compare.py").read_text(
-        encoding="utf-8")
+    checks = GENERATED.format(source="autograder/compare.py and autograder/loop_check.py") + checks_text()
     loader = GENERATED.format(source="autograder/load.py") + (ROOT / "autograder" / "load.py").read_text(
         encoding="utf-8")
     student = STUDENT_DIR.relative_to(ROOT)

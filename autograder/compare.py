@@ -7,10 +7,12 @@ how many entries differ and the largest error.
 
 This module holds no answers. The grader uses it on the trusted side, and the
 student's self-check tests use a copy of it (``checks.py``, made by
-``python -m autograder build``).
+``python -m autograder build``), the static loop check (loop_check.py) included.
 """
 
 import torch
+
+from autograder.loop_check import assert_no_loops, loops_in  # noqa: F401  (part of this module's interface)
 
 
 def _index(flat_index, shape):
@@ -109,60 +111,3 @@ def assert_raises(exception, function, *args, hint=None, **kwargs):
         raise AssertionError(f"{what} raised {type(error).__name__} ({error}); expected {exception.__name__}."
                              + likely) from None
     raise AssertionError(f"{what} returned without raising {exception.__name__}." + likely)
-
-
-def loops_in(sources, names):
-    """Python loops in the functions ``names`` and in the functions they call, found in ``sources``.
-
-    ``sources`` is a text, or a list of (label, text) read in order (a later
-    ``def`` replaces an earlier one, as when the code runs). Returns
-    ["name, line N: the line", ...] for each ``for``, ``while`` and
-    comprehension; a loop over a literal tuple or list of constants (``for
-    mode in ("add", "concat")``) is not a loop over positions and is left out.
-    """
-    import ast
-
-    if isinstance(sources, str):
-        sources = [("", sources)]
-    defined = {}
-    for label, text in sources:
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue  # the grader reports code that does not parse elsewhere
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defined[node.name] = (node, text.splitlines(), label)
-    found, todo, seen = [], list(names), set()
-    while todo:
-        name = todo.pop(0)
-        if name in seen or name not in defined:
-            continue
-        seen.add(name)
-        node, lines, label = defined[name]
-        where = f" ({label})" if label else ""
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in defined:
-                todo.append(inner.func.id)
-            loop = isinstance(inner, (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp,
-                                      ast.GeneratorExp))
-            constant = (isinstance(inner, (ast.For, ast.AsyncFor)) and isinstance(inner.iter, (ast.Tuple, ast.List))
-                        and all(isinstance(item, ast.Constant) for item in inner.iter.elts))
-            if loop and not constant:
-                text = lines[inner.lineno - 1].strip() if inner.lineno <= len(lines) else ""
-                found.append(f"{name}, line {inner.lineno - node.lineno + 1}: {text}{where}")
-    return found
-
-
-def assert_no_loops(function):
-    """Fail when ``function`` (or a function of its module that it calls) has a Python loop in it."""
-    import inspect
-
-    try:
-        source = inspect.getsource(inspect.getmodule(function) or function)
-    except (OSError, TypeError):
-        source = inspect.getsource(function)
-    found = loops_in(source, [function.__name__])
-    if found:
-        raise AssertionError(f"{function.__name__} has a Python loop: " + "; ".join(found)
-                             + "\nLikely cause: a loop over positions; use tensor operations (broadcasting, gather).")

@@ -71,6 +71,7 @@ import zipfile
 from pathlib import Path
 
 from autograder import rubric
+from autograder.inert import inert_line
 from autograder.load import PREFERRED_NAMES, LoadError, find_submission_file, load
 
 KIT = Path(__file__).resolve().parent.parent
@@ -313,7 +314,7 @@ def _grade(submission_dir):
     if refusal is not None:
         return to_results(refusal)
     shown = path.relative_to(submission_dir)
-    print(f"Grading {shown}")
+    print(f"Grading {inert_line(str(shown))}")
     try:
         load(path)  # a notebook that is not JSON, a file that is not UTF-8: said before anything starts
     except (LoadError, OSError) as error:

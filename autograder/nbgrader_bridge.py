@@ -95,11 +95,10 @@ def _time_in_kernel(test, namespace):
 
     Its clock is the kernel's, which the notebook's code could replace; TrustedGrades times from outside.
     """
-    import inspect
     import statistics
     import time
 
-    from autograder.compare import loops_in
+    from autograder.loop_check import _sources_of, loops_in
     from autograder.grade import TestResult
     from solutions import positional_encodings as reference
     from autograder.timing import fraction_for, share_words
@@ -109,12 +108,9 @@ def _time_in_kernel(test, namespace):
                if not run_test(other.id, namespace).passed]
     if failing:
         return TestResult(test.id, test.task, 0, test.points, f"Not timed: {', '.join(failing)} must pass first.")
-    loops = []
-    for name in path.functions:
-        try:
-            loops += loops_in(inspect.getsource(namespace[name]), [name])
-        except (OSError, TypeError, KeyError):
-            pass
+    # The notebook's cells as they ran (IPython keeps them), so that helpers and bindings are followed too.
+    sources = _sources_of(namespace[path.functions[0]]) if path.functions[0] in namespace else None
+    loops = loops_in(sources, list(path.functions)) if sources else [f"{path.functions[0]}: its source is not found"]
     if loops:
         return TestResult(test.id, test.task, 0, test.points, f"No points: a Python loop ({loops[0]}).")
     sizes = rubric.TIMING_SIZES["cpu"]

@@ -109,7 +109,7 @@ def _tensor(spec, blobs):
     if not (isinstance(spec, list) and len(spec) == 4):
         raise ProtocolError("a tensor described by something other than [dtype, shape, offset, nbytes]")
     dtype_name, shape, offset, nbytes = spec
-    if dtype_name not in DTYPES:
+    if type(dtype_name) is not str or dtype_name not in DTYPES:
         raise ProtocolError(f"a tensor of dtype {inert(str(dtype_name))[:40]!r}, which the protocol does not carry")
     if not (isinstance(shape, list) and len(shape) <= MAX_DIMENSIONS
             and all(type(size) is int and 0 <= size < 2**31 for size in shape)):

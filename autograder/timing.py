@@ -45,7 +45,7 @@ from pathlib import Path
 import torch
 
 from autograder import protocol, rubric
-from autograder.compare import loops_in
+from autograder.loop_check import findings
 from autograder.inert import inert
 from autograder.sandbox import ForkServer, _descendants, frame, send_all, tail
 
@@ -407,8 +407,9 @@ class ReferenceChildren:
 
 
 def static_check(chunks, path):
-    """Loops found in the path's functions (and what they call), from the submission's source."""
-    return loops_in([(chunk["label"], chunk["source"]) for chunk in chunks], list(path.functions))
+    """[(kind, text)]: loops (or recursion) in the path's functions and what they reach, and the bindings the
+    check cannot follow ("refused"), from the submission's source."""
+    return findings([(chunk["label"], chunk["source"]) for chunk in chunks], list(path.functions))
 
 
 def grade_tier(submission, passed, mode, references, machine, limits, server):
@@ -426,13 +427,21 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
             graded.append((test, 0, [f"Not timed: every correctness test of this path must pass first, "
                                      f"and {', '.join(failing)} did not."]))
             continue
-        loops = static_check(submission.chunks, path)
+        found = static_check(submission.chunks, path)
+        loops = [text for kind, text in found if kind != "refused"]
         if loops:
             graded.append((test, 0, [
                 f"No points: a Python loop in the score path ({loops[0]}).",
-                "Static check: " + "; ".join(loops),
+                "Static check: " + "; ".join(text for _, text in found),
                 "A loop over positions gets no timing points, whatever its time: use tensor operations "
                 "(broadcasting, gather, indexing with a tensor of indices)."]))
+            continue
+        if found:
+            graded.append((test, 0, [
+                f"No points: the static check cannot read how the score path is made ({found[0][1]}).",
+                "Static check: " + "; ".join(text for _, text in found),
+                "The timing tier times only a path it can check for loops: define its functions with def, "
+                "call them by their names, and leave exec, globals() and the like out of the submission."]))
             continue
         lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
         if skipped:

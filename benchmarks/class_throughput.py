@@ -1,4 +1,4 @@
-"""Grading a class: the kit's command line against nbgrader, with and without the kit's config.
+"""Grading a class: the kit against nbgrader (with and without the kit's config) and a plain nbgrader course.
 
 What is measured
 ----------------
@@ -7,43 +7,60 @@ One class of ``--count`` notebooks (default 20), each the released notebook
 solution cells filled in, as tests/test_nbgrader_course.py fills them: the
 reference, the blank release, and the reference with one of the demo's
 mistakes (``autograder.demo.MISTAKES``), in turn until there are enough. The
-same notebooks are graded in one run:
+same notebooks are graded in one run (``--ways`` picks some):
 
 * ``kit``: ``python -m autograder grade <course>/submitted --jobs J --out DIR``,
   the sandboxed fork server, the timing tier on the CPU as the rubric says
   (``TIMING_WITHOUT_GPU``). J submissions at once (``--jobs``, default 2).
-* ``kit, no timing tier``: the same with ``--without-gpu give``, which skips the
+* ``kit-no-timing``: the same with ``--without-gpu give``, which skips the
   timing tier: the difference between the two rows is the tier's share.
-* ``nbgrader, kit's config``: ``nbgrader autograde positional_encodings`` with
+* ``nbgrader-kit``: ``nbgrader autograde positional_encodings`` with
   the course's own nbgrader_config.py, whose TrustedGrades preprocessor grades
   each notebook with the kit's grader, out of the kernel, after the notebook
   has run in its kernel (for the pictures and printed output of the feedback).
-* ``nbgrader, plain``: the same in a copy of the course whose nbgrader_config.py
+* ``nbgrader-plain``: the same in a copy of the course whose nbgrader_config.py
   ends by taking TrustedGrades out of the autograde preprocessors, everything
-  else kept: the hidden tests run in the student's kernel only, which is what a
-  course gets from nbgrader alone.
+  else kept: the hidden tests run in the student's kernel only.
+* ``plain-course``: what a course gets from nbgrader alone, without the kit: a
+  notebook of its own, generated here from the kit's material (the reference,
+  the rubric and the hidden cases) so that it stays in step. Per function, its
+  solution cell (the reference, markers and all); per correctness test of the
+  rubric, one ordinary autograded test cell whose hidden region holds the
+  reference code it needs (renamed ``reference_<name>``) and plain asserts on
+  exactly that test's hidden cases (``build_cases(rubric.SEED)``): the same
+  calls with the same shapes, dtypes and settings, small inputs written out,
+  larger ones drawn in the cell from a seed. No lesson text, no pictures, no
+  timing tier; nbgrader's default config (only the course id and the cell
+  timeout set). The same fills make the same class of it.
 
 nbgrader autograde has no parallelism: it grades one submission after another
 (a for loop in ``BaseConverter.convert_notebooks``), each in a fresh kernel.
 
 * time: the wall time of each whole command (a subprocess, from start to exit:
   interpreter start, imports, every submission), ``time.monotonic``. Each way
-  runs in a course folder of its own, copied from the one release.
+  runs in a course folder of its own, copied from the one release (the plain
+  course in one of its own, released the same way). Releasing is not timed.
 * checks before any time is reported: every command exited 0 and logged no
   ERROR; every student has a row (the kit's grades.csv; nbgrader's gradebook
-  through its Gradebook API, where a submission that failed leaves none); and
-  the kit's totals equal the gradebook totals of nbgrader with the kit's
-  config, student for student. The plain gradebook's agreement is reported,
-  not required (its kernel runs the hidden tests under other conditions).
+  through its Gradebook API, where a submission that failed leaves none); in
+  the kit's rows, nbgrader's with the kit's config and the plain course, every
+  reference scores the full correctness points and every blank release 0, test
+  for test; and the kit's totals equal the gradebook totals of nbgrader with the
+  kit's config, student for student. The agreement of the other gradebooks with
+  the kit is reported, not required (their hidden tests run in the student's
+  kernel, where a wrong helper also costs the tasks that call it; and since the
+  kernel is sandboxed, ``nbgrader-plain``'s hidden regions cannot import the kit).
 
 Run from anywhere: ``python benchmarks/class_throughput.py`` (``--help`` for the
 flags). nbgrader must be installed beside this Python (``pip install -e '.[course]'``).
 """
 
 import argparse
+import ast
 import csv
 import datetime
 import importlib.metadata
+import inspect
 import itertools
 import json
 import os
@@ -60,10 +77,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+import torch  # noqa: E402
+
 from autograder import rubric  # noqa: E402
 from autograder.build import REFERENCE, strip_markers  # noqa: E402
-from autograder.course import COURSE, NOTEBOOK, function_source, nbgrader_environment, run_nbgrader  # noqa: E402
+from autograder.cases import build_cases  # noqa: E402
+from autograder.cases.relative_positions import distances  # noqa: E402
+from autograder.course import (BEGIN_HIDDEN, COURSE, END_HIDDEN, NOTEBOOK, _nbgrader, function_source,  # noqa: E402
+                               nbgrader_environment, notebook_text, run_nbgrader)
 from autograder.demo import MISTAKES, apply  # noqa: E402
+from solutions import positional_encodings as ref  # noqa: E402
 
 ASSIGNMENT = rubric.ASSIGNMENT
 # Appended to the plain copy's config: the course's own list of preprocessors, less TrustedGrades.
@@ -110,6 +133,11 @@ def make_course(root, count):
     course.mkdir()
     shutil.copy(COURSE / "nbgrader_config.py", course)
     shutil.copytree(COURSE / "source", course / "source")
+    return course, release_and_submit(course, count)
+
+
+def release_and_submit(course, count):
+    """``nbgrader generate_assignment``, then the class in submitted/, each with the release's other files."""
     run_nbgrader(["generate_assignment", ASSIGNMENT, "--force"], course=course)
     released = course / "release" / ASSIGNMENT
     students = class_notebooks(json.loads((released / NOTEBOOK).read_text()), count)
@@ -117,8 +145,10 @@ def make_course(root, count):
         target = course / "submitted" / student / ASSIGNMENT
         target.mkdir(parents=True)
         (target / NOTEBOOK).write_text(json.dumps(notebook, indent=1))
-        shutil.copy(released / "checks.py", target)
-    return course, sorted(students)
+        for path in released.iterdir():
+            if path.is_file() and path.name != NOTEBOOK:
+                shutil.copy(path, target)
+    return sorted(students)
 
 
 def copy_course(course, to, plain=False):
@@ -142,15 +172,243 @@ def autograde_steps(course):
     return [step.__name__ for step in config.Autograde.autograde_preprocessors]
 
 
+# --------------------------------------------------------------------------- the plain course
+
+# nbgrader's defaults, but for the course id and room for a cold `import torch` (30 s a cell by default).
+PLAIN_CONFIG = f"""# class_throughput.py, the plain course: nbgrader's defaults, no kit.
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = {ASSIGNMENT!r}
+c.Execute.timeout = {rubric.NOTEBOOK_CELL_SECONDS}
+"""
+CORRECTNESS_TESTS = tuple(test for test in rubric.TESTS if test.task != rubric.TIMING.name)
+CORRECTNESS_POINTS = sum(test.points for test in CORRECTNESS_TESTS)
+PREFIX = "reference_"  # the reference's functions in the hidden tests, beside the student's of the same name
+LITERAL_MAX = 64  # an integer input of up to this many entries is written out; a larger one is drawn from a seed
+# Tolerances of the plain course's float checks (torch.allclose, its default rtol); integers are compared exactly.
+PLAIN_ATOL = {torch.float32: 1e-4, torch.float64: 1e-8}
+
+
+def _without_docstrings(source):
+    """``source`` less the docstring of every function and class in it, and the blank line after each."""
+    lines = source.splitlines()
+    drop = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and isinstance(node.body[0], ast.Expr) \
+                and isinstance(node.body[0].value, ast.Constant) and isinstance(node.body[0].value.value, str):
+            end = node.body[0].end_lineno
+            drop.update(range(node.body[0].lineno - 1, end))
+            if end < len(lines) and not lines[end].strip():
+                drop.add(end)
+    return "\n".join(line for number, line in enumerate(lines) if number not in drop)
+
+
+def reference_code(names):
+    """The reference's definitions of ``names`` and of the graded functions they call, each renamed
+    ``reference_<name>``, without docstrings or solution markers: what a plain course pastes into its
+    hidden tests to compute the expected values."""
+    text = strip_markers(REFERENCE.read_text(encoding="utf-8"))
+    graded = {node.name: node for node in ast.parse(text).body
+              if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in rubric.TASK_OF_FUNCTION}
+    wanted, queue = set(), list(names)
+    while queue:
+        name = queue.pop()
+        if name not in wanted:
+            wanted.add(name)
+            queue += [node.id for node in ast.walk(graded[name]) if isinstance(node, ast.Name) and node.id in graded]
+    rename = re.compile(r"\b(" + "|".join(map(re.escape, graded)) + r")\b")
+    return "\n\n\n".join(rename.sub(PREFIX + r"\1", _without_docstrings(function_source(text, name)))
+                         for name in graded if name in wanted)  # in the reference's order: helpers first
+
+
+def reference_imports():
+    text = REFERENCE.read_text(encoding="utf-8")
+    return "\n".join(ast.get_source_segment(text, node) for node in ast.parse(text).body
+                     if isinstance(node, (ast.Import, ast.ImportFrom)))
+
+
+class _Inputs:
+    """A case's inputs as code: float tensors drawn from the cell's ``generator``, integer ones written out
+    (as ``torch.arange`` or the (Lq, Lk) grid of j - i where they are one, else drawn from the same range)."""
+
+    def __init__(self):
+        self.draws = False  # whether the cell needs its generator
+
+    def code(self, value):
+        if isinstance(value, torch.Tensor):
+            return self._tensor(value)
+        if isinstance(value, dict) and "__dtype__" in value:
+            return f"torch.{value['__dtype__']}"
+        return repr(value)
+
+    def _tensor(self, tensor):
+        dtype, shape, count = f"torch.{str(tensor.dtype).replace('torch.', '')}", tuple(tensor.shape), tensor.numel()
+        if tensor.dtype == torch.int64 and tensor.dim() == 1 and count > 1:
+            first = int(tensor[0])
+            if torch.equal(tensor, torch.arange(first, first + count)):
+                return f"torch.arange({first}, {first + count})"
+        if tensor.dtype == torch.int64 and tensor.dim() == 2 and torch.equal(tensor, distances(*shape)):
+            return f"torch.arange({shape[1]})[None, :] - torch.arange({shape[0]})[:, None]"  # j - i
+        if tensor.is_floating_point():  # the same shape and dtype; the values need not be the kit's
+            self.draws = True
+            return f"torch.randn({shape}, generator=generator, dtype={dtype})"
+        if 0 < count <= LITERAL_MAX:
+            return f"torch.tensor({tensor.tolist()!r}, dtype={dtype})"
+        self.draws = True
+        low, high = int(tensor.min()), int(tensor.max()) + 1
+        return f"torch.randint({low}, {high}, {shape}, generator=generator, dtype={dtype})"
+
+
+def _decoded(value):
+    return getattr(torch, value["__dtype__"]) if isinstance(value, dict) and "__dtype__" in value else value
+
+
+def _compare(expected, label):
+    """Asserts that ``got`` is ``expected``: a tensor of its dtype and shape, then its values."""
+    dtype = str(expected.dtype).replace("torch.", "")
+    kind = f"{'an' if dtype[0] in 'aeiou' else 'a'} {dtype} tensor of shape {tuple(expected.shape)}"
+    lines = ["assert isinstance(got, torch.Tensor) and got.dtype == expected.dtype and got.shape == expected.shape, "
+             + repr(f"{label}: expected {kind}")]
+    if expected.is_floating_point():
+        lines.append(f"assert torch.allclose(got, expected, atol={PLAIN_ATOL[expected.dtype]:g}), "
+                     + repr(f"{label}: wrong values"))
+    else:
+        lines.append(f"assert torch.equal(got, expected), {repr(f'{label}: wrong values')}")
+    return lines
+
+
+def _raises(statement, label, mentions=()):
+    """pytest.raises(ValueError) written out; ``mentions``: values its message must name."""
+    lines = ["try:", f"    {statement}"]
+    if mentions:
+        named = " and ".join(f"{value!r} in str(error)" for value in map(str, mentions))
+        message = f"{label}: the message should name " + " and ".join(map(str, mentions))
+        lines += ["except ValueError as error:", f"    assert {named}, {message!r}"]
+    else:
+        lines += ["except ValueError:", "    pass"]
+    return lines + ["else:", f"    raise AssertionError({repr(f'{label} should raise ValueError')})"]
+
+
+def _call_block(case, inputs):
+    probe = case.probe
+    function = getattr(ref, probe["name"])
+    parameters = list(inspect.signature(function).parameters)
+    lines, arguments = [], []
+    for position, value in enumerate(probe["args"]):
+        if isinstance(value, torch.Tensor):  # a tensor gets the parameter's name
+            lines.append(f"{parameters[position]} = {inputs.code(value)}")
+            arguments.append(parameters[position])
+        else:
+            arguments.append(inputs.code(value))
+    arguments += [f"{key}={inputs.code(value)}" for key, value in probe["kwargs"].items()]
+    call = f"{probe['name']}({', '.join(arguments)})"
+    try:  # what the reference does here decides the kind of check
+        expected = function(*map(_decoded, probe["args"]), **{key: _decoded(v) for key, v in probe["kwargs"].items()})
+    except ValueError:
+        return lines + _raises(call, case.label)
+    return lines + [f"expected = {PREFIX}{call}", f"got = {call}"] + _compare(expected, case.label)
+
+
+def _module_block(case, inputs):
+    probe = case.probe
+    made = f"{probe['name']}({', '.join(inputs.code(value) for value in probe['init'])})"
+    try:
+        reference = getattr(ref, probe["name"])(*probe["init"])
+    except ValueError:
+        return _raises(made, case.label)
+    if probe["x"] is None:  # the weight itself: its type, shape and initial distribution
+        weight = f"{case.label}: weight"
+        return [f"torch.manual_seed({probe['seed']})",
+                f"module = {made}",
+                f"expected = {PREFIX}{made}.weight",
+                "assert isinstance(module.weight, nn.Parameter), " + repr(f"{weight} should be an nn.Parameter"),
+                "assert any(p is module.weight for p in module.parameters()), "
+                + repr(f"{weight} should be registered: assign it after super().__init__()"),
+                "assert module.weight.shape == expected.shape, "
+                + repr(f"{weight} should have shape {tuple(reference.weight.shape)}"),
+                "mean, std = module.weight.double().mean().item(), module.weight.double().std().item()",
+                "assert abs(mean) < 0.002 and 0.018 < std < 0.022, "
+                + repr(f"{weight} should be drawn from N(0, 0.02**2)")]
+    lines = [f"{name} = {inputs.code(probe[name])}" for name in ("x", "weight", "grad_out") if probe[name] is not None]
+    student = [f"module = {made}", "with torch.no_grad():", "    module.weight.copy_(weight)"]
+    with torch.no_grad():
+        reference.weight.copy_(probe["weight"])
+    try:
+        output = reference(probe["x"])
+    except ValueError:  # L > max_len: the message names both
+        return lines + student + _raises("module(x)", case.label, mentions=(probe["x"].shape[1], probe["init"][0]))
+    lines += [f"reference = {PREFIX}{made}", "with torch.no_grad():", "    reference.weight.copy_(weight)"] + student
+    if probe["grad_out"] is None:
+        return lines + ["expected = reference(x)", "got = module(x)"] + _compare(output, case.label)
+    (output * probe["grad_out"]).sum().backward()
+    return lines + ["(reference(x) * grad_out).sum().backward()", "expected = reference.weight.grad",
+                    "(module(x) * grad_out).sum().backward()", "got = module.weight.grad"] + _compare(
+        reference.weight.grad, case.label)
+
+
+def plain_test_cell(test, cases, seed):
+    """A graded cell of the plain course: what it checks, then a hidden region with the reference and the asserts."""
+    inputs, body = _Inputs(), []
+    for case in cases:
+        block = (_module_block if case.probe["op"] == "module" else _call_block)(case, inputs)
+        body += ["", f"# {case.id}: {case.label}"] + block
+    head = [f'"""{test.id} ({test.points} points): {test.checks}."""', BEGIN_HIDDEN,
+            reference_code({case.probe["name"] for case in cases}), ""]
+    if inputs.draws:
+        head += ["", f"generator = torch.Generator().manual_seed({seed})"]
+    return "\n".join(head + body + [END_HIDDEN])
+
+
+def _code_cell(cell_id, source, metadata=None):
+    return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": metadata or {}, "outputs": [],
+            "source": source}
+
+
+def plain_notebook():
+    """The plain course's source notebook: the imports, then per task its solution cells and its test cells."""
+    reference = REFERENCE.read_text(encoding="utf-8")
+    cases = build_cases(rubric.SEED)
+    cells, checked = [_code_cell("imports", reference_imports())], 0
+    for task in rubric.TASKS:
+        for function in task.functions:
+            cells.append(_code_cell(function.replace("_", "-"), function_source(reference, function),
+                                    _nbgrader(function, solution=True)))
+        for test in rubric.tests_of(task.name):
+            mine = [case for case in cases[task.name] if case.test == test.id]
+            if not mine:
+                raise BenchmarkError(f"the plain course: {test.id} has no hidden cases")
+            checked += len(mine)
+            source = plain_test_cell(test, mine, seed=rubric.SEED + rubric.TESTS.index(test))
+            cells.append(_code_cell(test.id.replace("_", "-"), source,
+                                    _nbgrader(test.id, grade=True, locked=True, points=test.points)))
+    if checked != sum(map(len, cases.values())):
+        raise BenchmarkError(f"the plain course checks {checked} cases, the kit {sum(map(len, cases.values()))}")
+    return {"cells": cells,
+            "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                         "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def make_plain_course(root, count):
+    """The plain course in a fresh folder: its config and source notebook, the release, the class in submitted/."""
+    course = root / "plain-course"
+    source = course / "source" / ASSIGNMENT
+    source.mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text(PLAIN_CONFIG)
+    (source / NOTEBOOK).write_text(notebook_text(plain_notebook()))
+    return course, release_and_submit(course, count)
+
+
 # --------------------------------------------------------------------------- grading and its checks
 
 
 @dataclass
 class Way:
+    key: str  # its --ways name
     name: str
     parallel: str
     seconds: float = 0.0
     totals: dict = field(default_factory=dict)  # {student: total points}
+    tests: dict = field(default_factory=dict)  # {student: {test id: points}}
     load: tuple = ()  # 1-minute load average before and after
     note: str = ""
 
@@ -194,25 +452,30 @@ def nbgrader_split(lines):
     return f"nbgrader start {start:.1f} s; one notebook's run {mean:.2f} s (mean of {len(runs)})"
 
 
-def kit_totals(out):
+def kit_grades(out):
+    """({student: total}, {student: {test id: points}}) from the kit's grades.csv."""
     with open(out / "grades.csv", newline="") as handle:
-        return {row["submission"]: float(row["total"]) for row in csv.DictReader(handle)}
+        rows = list(csv.DictReader(handle))
+    return ({row["submission"]: float(row["total"]) for row in rows},
+            {row["submission"]: {test.id: float(row[test.id]) for test in rubric.TESTS} for row in rows})
 
 
-def gradebook_totals(course):
-    """{student: total} of each submission the gradebook holds a graded notebook of."""
+def gradebook_grades(course, tests=rubric.TESTS):
+    """({student: total}, {student: {test id: points}}) of each submission the gradebook holds a grade of
+    every one of ``tests`` for."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    totals = {}
+    totals, by_test = {}, {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         for student in gradebook.students:
             try:
                 notebook = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student.id)
             except MissingEntry:
                 continue
-            if len(notebook.grades) == len(rubric.TESTS):
-                totals[student.id] = float(notebook.score)
-    return totals
+            grades = {grade.name: float(grade.score or 0.0) for grade in notebook.grades}
+            if set(grades) == {test.id for test in tests}:
+                totals[student.id], by_test[student.id] = float(notebook.score), grades
+    return totals, by_test
 
 
 def require_every_student(way, students):
@@ -224,29 +487,65 @@ def require_every_student(way, students):
 
 
 def grade_with_kit(course, root, jobs, students, timing_mode=None):
-    name = "kit" if timing_mode is None else f"kit, --without-gpu {timing_mode}"
+    key, name = ("kit", "kit") if timing_mode is None else ("kit-no-timing", f"kit, --without-gpu {timing_mode}")
     out = root / ("kit-out" if timing_mode is None else f"kit-out-{timing_mode}")
     command = [sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--jobs", str(jobs),
                "--out", str(out)] + (["--without-gpu", timing_mode] if timing_mode else [])
-    way = Way(name, f"{jobs} job{'s' if jobs > 1 else ''}")
+    way = Way(key, name, f"{jobs} job{'s' if jobs > 1 else ''}")
     way.seconds, lines, way.load = timed(command, REPO_ROOT, root / f"{out.name}.log")
-    way.totals = kit_totals(out)
+    way.totals, way.tests = kit_grades(out)
     inner = re.search(r"submission\(s\) graded in ([\d.]+) s", "\n".join(line for _, line in lines))
     if inner:
         way.note = f"grading itself {float(inner.group(1)):.1f} s"
     require_every_student(way, students)
+    require_correct_grading(way)
     return way
 
 
 def grade_with_nbgrader(course, root, students, plain):
     folder = copy_course(course, root / ("nbgrader-plain" if plain else "nbgrader-kit"), plain=plain)
+    if plain:  # its hidden regions import the kit in the kernel: graded as it comes, reported beside the kit
+        return autograde(Way("nbgrader-plain", "nbgrader, plain", "sequential"), folder, root, students)
+    way = autograde(Way("nbgrader-kit", "nbgrader, kit's config", "sequential"), folder, root, students)
+    require_correct_grading(way)
+    return way
+
+
+def grade_plain_course(root, count):
+    """The plain course: made and released (not timed), then ``nbgrader autograde`` on the class."""
+    course, students = make_plain_course(root, count)
+    way = autograde(Way("plain-course", "nbgrader, plain course", "sequential"), course, root, students,
+                    tests=CORRECTNESS_TESTS)
+    require_correct_grading(way)
+    return way
+
+
+def autograde(way, folder, root, students, tests=rubric.TESTS):
+    """``nbgrader autograde`` timed in ``folder``, its gradebook read back into ``way``."""
     nbgrader = shutil.which("nbgrader", path=nbgrader_environment()["PATH"])
-    way = Way("nbgrader, plain" if plain else "nbgrader, kit's config", "sequential")
     way.seconds, lines, way.load = timed([nbgrader, "autograde", ASSIGNMENT], folder, root / f"{folder.name}.log")
-    way.totals = gradebook_totals(folder)
+    way.totals, way.tests = gradebook_grades(folder, tests)
     way.note = nbgrader_split(lines)
     require_every_student(way, students)
     return way
+
+
+def require_correct_grading(way):
+    """Every reference gets the full correctness points and every blank release 0, test for test (the timing
+    tier is left out: its points depend on the machine). Otherwise the way grades wrongly and its time means
+    nothing."""
+    wrong = []
+    for student, tests in sorted(way.tests.items()):
+        full = student.endswith("_reference")
+        if not (full or student.endswith("_blank")):
+            continue
+        lost = [test.id for test in CORRECTNESS_TESTS if tests.get(test.id) != (test.points if full else 0)]
+        if lost:
+            got = sum(tests.get(test.id) or 0 for test in CORRECTNESS_TESTS)
+            wrong.append(f"{student} scored {got:g} of the correctness points, not {CORRECTNESS_POINTS if full else 0} "
+                         f"(wrong in {', '.join(lost)})")
+    if wrong:
+        raise BenchmarkError(f"{way.name} does not grade correctly: " + "; ".join(wrong))
 
 
 # --------------------------------------------------------------------------- the report
@@ -264,21 +563,28 @@ def machine():
             f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}")
 
 
-def print_table(ways, count, distinct):
-    kit = ways[0]
-    print(f"\nGrading a class of {count} notebooks ({distinct} distinct: the reference, the blank release, "
-          f"{distinct - 2} with one mistake) | {machine()}")
+def class_words(count):
+    kinds = ["the reference", "the blank release"][:count]
+    if count > 2:
+        mistakes = min(count - 2, len(MISTAKES))
+        kinds.append(f"{mistakes} with one mistake")
+    return f"{min(count, 2 + len(MISTAKES))} distinct: {', '.join(kinds)}"
+
+
+def print_table(ways, count):
+    kit = next((way for way in ways if way.key == "kit"), None)
+    print(f"\nGrading a class of {count} notebooks ({class_words(count)}) | {machine()}")
     header = (f"{'way':<28} | {'at once':>10} | {'total s':>8} | {'s/sub':>6} | {'subs/min':>8} | {'rows':>7} | "
               f"{'x kit':>7} | {'load 1m':>11} | note")
     print(header)
     print("-" * len(header))
     for way in ways:
         per = way.seconds / count
-        faster = "-" if way is kit else f"{way.seconds / kit.seconds:.1f}x"
+        faster = "-" if kit is None or way is kit else f"{way.seconds / kit.seconds:.1f}x"
         load = f"{way.load[0]:.2f}->{way.load[1]:.2f}"
         print(f"{way.name:<28} | {way.parallel:>10} | {way.seconds:>8.1f} | {per:>6.2f} | {60 / per:>8.1f} | "
               f"{f'{len(way.totals)}/{count}':>7} | {faster:>7} | {load:>11} | {way.note}")
-    print("x kit: that way's time over the kit's (first row) on the same notebooks (> 1: slower). rows: students "
+    print("x kit: that way's time over the kit's (the kit row) on the same notebooks (> 1: slower). rows: students "
           "with a grade. load 1m: the 1-minute load average before and after. nbgrader grades one submission "
           "after another; the kit runs --jobs submissions at once.")
 
@@ -288,52 +594,129 @@ def agreement(kit, other):
     return differ
 
 
+def correctness_differences(kit, other):
+    """{student: [test ids]}: the correctness tests whose points differ between the kit and ``other``."""
+    differ = {}
+    for student in sorted(kit.tests):
+        tests = [test.id for test in CORRECTNESS_TESTS
+                 if kit.tests[student][test.id] != other.tests.get(student, {}).get(test.id)]
+        if tests:
+            differ[student] = tests
+    return differ
+
+
+def print_summary(ways, args):
+    by_key = {way.key: way for way in ways}
+    kit, count = by_key.get("kit"), args.count
+    if kit and "nbgrader-kit" in by_key:
+        print(f"Totals: the kit's equal the gradebook's of nbgrader with the kit's config for all {count} "
+              f"students (mean {sum(kit.totals.values()) / count:.1f} of {rubric.MAX_SCORE:g}).")
+    if kit and "nbgrader-plain" in by_key:
+        plain = by_key["nbgrader-plain"]
+        differ = agreement(kit, plain)
+        print(f"Plain nbgrader's gradebook agrees with the kit for {count - len(differ)} of {count}"
+              + (": differs for " + ", ".join(f"{s} ({kit.totals[s]:g} vs {plain.totals[s]:g})" for s in differ)
+                 if differ else "") + " (the hidden tests ran in the student's kernel).")
+    if "plain-course" in by_key:
+        course = by_key["plain-course"]
+        references = [student for student in course.totals if student.endswith("_reference")]
+        blanks = [student for student in course.totals if student.endswith("_blank")]
+        print(f"The plain course ({len(CORRECTNESS_TESTS)} test cells, {CORRECTNESS_POINTS} points, no timing tier) "
+              f"gave the reference {CORRECTNESS_POINTS} of {CORRECTNESS_POINTS}"
+              + (f" and the blank release 0" if blanks else " (no blank release in a class of 1)")
+              + f" ({len(references) + len(blanks)} students checked); mean "
+              f"{sum(course.totals.values()) / count:.1f} of {CORRECTNESS_POINTS}.")
+        if kit:
+            differ = correctness_differences(kit, course)
+            words = []
+            for student, tests in differ.items():
+                mine = sum(kit.tests[student][test] for test in tests)
+                theirs = sum(course.tests[student][test] for test in tests)
+                words.append(f"{student} ({', '.join(tests)}: kit {mine:g}, plain course {theirs:g})")
+            print(f"The plain course agrees with the kit's correctness points, test for test, for "
+                  f"{count - len(differ)} of {count}" + (": differs for " + "; ".join(words) if words else "")
+                  + ". In the plain course a wrong helper also fails the tests of the tasks that call it; "
+                    "the kit grades each task with the reference's helpers.")
+    if kit:
+        without = by_key.get("kit-no-timing")
+        for key, target in TARGETS.items():
+            if key in by_key:
+                way = by_key[key]
+                ratio = way.seconds / kit.seconds
+                print(f"Per submission the kit ({kit.seconds / count:.2f} s) is {ratio:.1f}x faster than {way.name} "
+                      f"({way.seconds / count:.2f} s): the issue's target is {target}x, "
+                      + ("met" if ratio >= target else "NOT met")
+                      + (f" (the kit without its timing tier: {way.seconds / without.seconds:.1f}x)." if without
+                         else "."))
+        print(f"(kit: --jobs {args.jobs} on {os.cpu_count()} cores; nbgrader: sequential. Whole commands, each "
+              "one's start paid once, so a small --count understates the ratios.)")
+
+
+WAYS = ("kit", "kit-no-timing", "nbgrader-kit", "nbgrader-plain", "plain-course")
+# Issue 10's targets: the kit per submission at least this many times faster than each nbgrader way
+# (15x than nbgrader running the kit's own notebook, 10x than the plain course).
+TARGETS = {"nbgrader-kit": 15, "nbgrader-plain": 15, "plain-course": 10}
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=20, help="notebooks in the class (default 20)")
     parser.add_argument("--jobs", type=int, default=2, help="the kit's submissions at once (default 2)")
-    parser.add_argument("--skip-plain", action="store_true", help="leave out plain nbgrader")
+    parser.add_argument("--ways", default=",".join(WAYS),
+                        help=f"the ways to grade, comma-separated, of {','.join(WAYS)} (default: all)")
+    parser.add_argument("--skip-plain", action="store_true", help="leave out nbgrader-plain")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temporary folder (the courses, gradebooks and logs) and print where it is")
     args = parser.parse_args(argv)
     if args.count < 1 or args.jobs < 1:
         parser.error("--count and --jobs must be at least 1")
+    wanted = {name.strip() for name in args.ways.split(",") if name.strip()}
+    if wanted - set(WAYS):
+        parser.error(f"--ways: unknown {', '.join(sorted(wanted - set(WAYS)))}; the ways are {', '.join(WAYS)}")
+    if args.skip_plain:
+        wanted.discard("nbgrader-plain")
+    args.ways = [name for name in WAYS if name in wanted]  # always in this order: the kit first
+    if not args.ways:
+        parser.error("--ways: no way left to grade")
     return args
 
 
 def main(argv=None):
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="class-throughput-") as folder:
+    folder = tempfile.mkdtemp(prefix="class-throughput-")
+    try:
         root = Path(folder)
-        course, students = make_course(root, args.count)
-        distinct = min(args.count, 2 + len(MISTAKES))
-        print(f"{args.count} notebooks in {course}/submitted; grading them "
-              f"{3 if args.skip_plain else 4} ways (nbgrader's ways take several seconds a notebook).",
-              file=sys.stderr)
-        ways = [grade_with_kit(course, root, args.jobs, students)]
-        print(f"  {ways[-1].name}: {ways[-1].seconds:.1f} s", file=sys.stderr)
-        ways.append(grade_with_kit(course, root, args.jobs, students, timing_mode="give"))
-        print(f"  {ways[-1].name}: {ways[-1].seconds:.1f} s", file=sys.stderr)
-        ways.append(grade_with_nbgrader(course, root, students, plain=False))
-        print(f"  {ways[-1].name}: {ways[-1].seconds:.1f} s", file=sys.stderr)
-        if not args.skip_plain:
-            ways.append(grade_with_nbgrader(course, root, students, plain=True))
+        course = students = None
+        if set(args.ways) - {"plain-course"}:
+            course, students = make_course(root, args.count)
+        print(f"{args.count} notebooks in {root}; grading them {len(args.ways)} way(s): {', '.join(args.ways)} "
+              "(nbgrader's ways take seconds a notebook).", file=sys.stderr)
+        run = {
+            "kit": lambda: grade_with_kit(course, root, args.jobs, students),
+            "kit-no-timing": lambda: grade_with_kit(course, root, args.jobs, students, timing_mode="give"),
+            "nbgrader-kit": lambda: grade_with_nbgrader(course, root, students, plain=False),
+            "nbgrader-plain": lambda: grade_with_nbgrader(course, root, students, plain=True),
+            "plain-course": lambda: grade_plain_course(root, args.count),
+        }
+        ways = []
+        for key in args.ways:
+            ways.append(run[key]())
             print(f"  {ways[-1].name}: {ways[-1].seconds:.1f} s", file=sys.stderr)
-        kit, with_config = ways[0], ways[2]
-        differ = agreement(kit, with_config)
-        if differ:
-            raise BenchmarkError("the kit's totals and the gradebook's (nbgrader with the kit's config) differ for "
-                                 + ", ".join(f"{s} ({kit.totals[s]:g} vs {with_config.totals.get(s)})" for s in differ))
-        print_table(ways, args.count, distinct)
-        print(f"Totals: the kit's equal the gradebook's of nbgrader with the kit's config for all {args.count} "
-              f"students (mean {sum(kit.totals.values()) / args.count:.1f} of {rubric.MAX_SCORE:g}).")
-        if not args.skip_plain:
-            plain = ways[-1]
-            differ = agreement(kit, plain)
-            print(f"Plain nbgrader's gradebook agrees with the kit for {args.count - len(differ)} of {args.count}"
-                  + (": differs for " + ", ".join(f"{s} ({kit.totals[s]:g} vs {plain.totals[s]:g})" for s in differ)
-                     if differ else "") + " (the hidden tests ran in the student's kernel).")
-        print(f"kit is {with_config.seconds / kit.seconds:.1f}x faster than nbgrader with the kit's config"
-              + (f", {ways[-1].seconds / kit.seconds:.1f}x faster than plain nbgrader" if not args.skip_plain else "")
-              + f" (kit: --jobs {args.jobs} on {os.cpu_count()} cores; nbgrader: sequential).")
+        by_key = {way.key: way for way in ways}
+        if "kit" in by_key and "nbgrader-kit" in by_key:
+            kit, with_config = by_key["kit"], by_key["nbgrader-kit"]
+            differ = agreement(kit, with_config)
+            if differ:
+                raise BenchmarkError("the kit's totals and the gradebook's (nbgrader with the kit's config) differ for "
+                                     + ", ".join(f"{s} ({kit.totals[s]:g} vs {with_config.totals.get(s)})"
+                                                 for s in differ))
+        print_table(ways, args.count)
+        print_summary(ways, args)
+    finally:
+        if args.keep:
+            print(f"Kept {folder}: each way's course folder and its log.", file=sys.stderr)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
     return ways
 
 
