@@ -44,12 +44,20 @@ def _add_grading_options(parser):
 
 
 def _grade(paths, args, show_feedback, sandbox):
+    from autograder.sandbox import ForkServer, resolve_sandbox
+
+    started = time.monotonic()
+    # The sandbox's server imports torch in its own process while this one does (the imports below).
+    server = ForkServer(resolve_sandbox(sandbox), ready=False)
     from autograder import report
     from autograder.batch import Progress, grade_class, unique_names
     from autograder.grade import Grader
 
-    started = time.monotonic()
-    grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu, sandbox=sandbox)
+    try:
+        grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu, server=server)
+    except BaseException:
+        server.close()
+        raise
     progress = Progress(len(paths)) if len(paths) > 1 and not args.json else None
     out = getattr(args, "out", None)
     try:

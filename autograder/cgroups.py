@@ -17,8 +17,9 @@ forge them (the job sees no /sys/fs/cgroup).
 Both kernels' interfaces are supported: cgroup v1 (one hierarchy per controller, as on this machine)
 and cgroup v2 (the unified hierarchy of current distributions, where this run's group is made at the
 root of the hierarchy, which needs root, or below the folder named by ``AUTOGRADER_CGROUP``, which a
-delegated user may own). Where neither can be used (not root, no delegation, no controllers), ``detect``
-says why and grading goes on with the weaker per-process limits, said out loud by the caller.
+delegated user may own). Where neither can be used (not root, no delegation, no controllers), or
+``AUTOGRADER_CGROUP=off`` says not to, ``detect`` says why and grading goes on with the weaker
+per-process limits, said out loud by the caller.
 """
 
 import contextlib
@@ -93,7 +94,9 @@ class Tree:
 
     @classmethod
     def detect(cls):
-        """A Tree for this run, or raises Unavailable with the reason."""
+        """A Tree for this run, or raises Unavailable with the reason (``AUTOGRADER_CGROUP=off`` turns them off)."""
+        if os.environ.get("AUTOGRADER_CGROUP", "").lower() == "off":
+            raise Unavailable("turned off by AUTOGRADER_CGROUP=off")
         try:
             mounts = _mounts()
             own = _own_paths()

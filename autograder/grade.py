@@ -151,19 +151,26 @@ def _control_groups():
 class Grader:
     """Grades submissions with one set of hidden cases; ``timing`` is what to do without a GPU (see rubric)."""
 
-    def __init__(self, seed=rubric.SEED, limits=None, timing_mode=rubric.TIMING_WITHOUT_GPU, sandbox="required"):
-        """``sandbox``: "required" (refuse to run without bubblewrap), "auto" (warn and run without), "off"."""
+    def __init__(self, seed=rubric.SEED, limits=None, timing_mode=rubric.TIMING_WITHOUT_GPU, sandbox="required",
+                 server=None):
+        """``sandbox``: "required" (refuse to run without bubblewrap), "auto" (warn and run without), "off".
+
+        ``server``: a ForkServer started earlier (see ``sandbox.start_early``), to be used and closed by this
+        grader.
+        """
         self.limits = limits or Limits()
-        self.limits.sandboxed = resolve_sandbox(sandbox)
+        self.limits.sandboxed = server.sandboxed if server is not None else resolve_sandbox(sandbox)
         self.cases = build_cases(seed)
         self.plan = serialize_plan(self.cases)
         self.timing_mode = timing_mode
         self.groups = _control_groups()
         self.limits.processes_by_rlimit = self.groups is None and self.limits.sandboxed and os.getuid() != 0
+        self.server = server or ForkServer(self.limits.sandboxed, ready=False)  # every job is a fork of it
+        self.server.groups = self.groups
+        self.server.ready()
         self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
-                                                   self.limits, self.groups)
+                                                   self.limits, self.server)
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
-        self.server = ForkServer(self.limits.sandboxed, groups=self.groups)  # every job is a fork of it
         self.tier = (("bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job")
                      if self.limits.sandboxed else "NO SANDBOX") \
             + (f", {self.groups.description}" if self.groups else ", per-process limits only (no cgroups"

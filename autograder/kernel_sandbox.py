@@ -27,7 +27,9 @@ import shutil
 import tempfile
 
 from jupyter_client import AsyncKernelManager
-from traitlets import Integer
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.channels import HBChannel
+from traitlets import DottedObjectName, Integer, Type
 
 from autograder import rubric
 from autograder.sandbox import READ_ONLY_ROOT, bubblewrap, sandbox_options
@@ -36,10 +38,37 @@ from autograder.sandbox import READ_ONLY_ROOT, bubblewrap, sandbox_options
 KEPT_VARIABLES = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 
 
+class BoundedHBChannel(HBChannel):
+    """The heartbeat channel, whose stop waits a bounded time.
+
+    The heartbeat's thread sends a ping and waits for the kernel's reply. A kernel whose code has written into
+    its own sockets (a submission can: they are descriptors of its process) never answers, and the send never
+    returns; jupyter_client's ``stop`` then joins that thread forever, and nbgrader hangs with it. Here the
+    thread (a daemon) is left to end with the process.
+    """
+
+    STOP_SECONDS = 3.0
+
+    def stop(self):
+        self._running = False
+        self._exit.set()
+        self.join(self.STOP_SECONDS)
+        if not self.is_alive():
+            self.close()
+
+
+class BoundedKernelClient(AsyncKernelClient):
+    """The kernel client nbgrader uses for a sandboxed kernel: its heartbeat cannot hang the grading run."""
+
+    hb_channel_class = Type(BoundedHBChannel)
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernel runs under bubblewrap (see the module's docstring)."""
 
     memory_bytes = Integer(rubric.MEMORY_BYTES, help="Address-space limit of the kernel").tag(config=True)
+    client_class = DottedObjectName("autograder.kernel_sandbox.BoundedKernelClient")
+    client_factory = Type(BoundedKernelClient)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

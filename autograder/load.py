@@ -530,18 +530,52 @@ _validators = {}
 
 
 def _nbformat_validators():
-    if "module" not in _validators:
-        try:
-            import nbformat
-            import nbformat.validator
+    """(nbformat's version, "fastjsonschema", the nbformat.validator module or None until a failure needs it).
 
-            _validators["module"] = nbformat.validator
-            _validators["version"] = nbformat.__version__
-        except ImportError:  # the student's side without Jupyter installed: the structural checks are all
-            _validators["module"] = None
-    if _validators["module"] is None:
+    nbformat's own schema files are compiled with fastjsonschema here, as nbformat does with that validator;
+    nbformat.validator itself imports jsonschema, which costs a second at start, so it is imported only to
+    word a complaint about a notebook that failed.
+    """
+    if "version" not in _validators:
+        try:
+            import importlib.metadata
+            import importlib.util
+
+            spec = importlib.util.find_spec("nbformat")  # found, not imported
+            import fastjsonschema
+
+            _validators["folder"] = Path(next(iter(spec.submodule_search_locations))) / "v4"
+            _validators["version"] = importlib.metadata.version("nbformat")
+            _validators["compile"] = fastjsonschema.compile
+            _validators["error"] = fastjsonschema.JsonSchemaException
+        except (ImportError, AttributeError, TypeError, StopIteration, importlib.metadata.PackageNotFoundError):
+            _validators["version"] = None  # the student's side without Jupyter: the structural checks are all
+    if _validators["version"] is None:
         return None
-    return _validators["version"], "fastjsonschema", _validators["module"]
+    return _validators["version"], "fastjsonschema", None
+
+
+def _fast_validator(minor):
+    """nbformat 4.``minor``'s schema, compiled once (a minor from the future: the newest, relaxed as nbformat does)."""
+    key = ("fast", minor)
+    if key not in _validators:
+        folder = _validators["folder"]
+        path = folder / f"nbformat.v4.{minor}.schema.json"
+        schema = json.loads((path if path.is_file() else folder / "nbformat.v4.schema.json").read_text("utf-8"))
+        if not path.is_file():
+            schema = _relaxed(schema)
+            for kind in ("cell", "output"):
+                schema["definitions"][kind]["oneOf"].append({"$ref": f"#/definitions/unrecognized_{kind}"})
+        _validators[key] = _validators["compile"](schema)
+    return _validators[key]
+
+
+def _relaxed(node):
+    if isinstance(node, dict):
+        return {key: True if key == "additionalProperties" else _relaxed(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_relaxed(value) for value in node]
+    return node
 
 
 def _where(path, index=None):
@@ -563,6 +597,8 @@ def _schema_complaint(module, notebook, minor, fast_message):
     fastjsonschema names the first cell that fails; jsonschema looks at that cell alone, which keeps
     a long notebook's message as cheap as a short one's.
     """
+    if module is None:
+        import nbformat.validator as module  # jsonschema, for its words: on a failure only
     slow = module.get_validator(4, minor, name="jsonschema")
     index = _FAST_CELL.match(fast_message)
     index = int(index.group(1)) if index and int(index.group(1)) < len(notebook["cells"]) else None
@@ -612,9 +648,9 @@ def _check_schema(notebook, minor, shown):
                 cell["id"] = next(f"cell-{number}-{n}" for n in range(len(cells) + 1)
                                   if f"cell-{number}-{n}" not in taken)
     try:
-        module.get_validator(4, minor, name="fastjsonschema").validate(notebook)
+        _fast_validator(minor)(notebook)
         return
-    except module.ValidationError as error:
+    except _validators["error"] as error:
         fast_message = str(error)
     except Exception as error:  # noqa: BLE001  (a fault of the validator's; the notebook is still refused)
         raise _not_nbformat(shown, f"nbformat's validator failed on it ({type(error).__name__})") from None

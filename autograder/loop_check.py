@@ -11,6 +11,7 @@ standard library.
 
 import ast
 import builtins
+import functools
 import sys
 
 
@@ -213,8 +214,23 @@ def _loop_findings(sources, names):
                             f"so it cannot follow {first}; {_ADVICE}")]
 
 
+@functools.lru_cache(maxsize=8)
+def _read(sources):
+    """The program of ``sources`` (a tuple of (label, text)) and what its loading does that the check cannot
+    follow: the same for every timed path of a submission, so read once."""
+    program = _Program(list(sources))
+    loading = _Walk(program, timed=False, first_name=None)
+    for record in program.records:
+        if isinstance(record.node, _DEFS):
+            loading._refusals(record.node, program.module, record)  # its name: a module __getattr__
+        loading.push(record, record.parts, record.pos)
+    loading.run()
+    return program, [(kind, text) for _, kind, text in loading.findings]
+
+
 def _check(sources, names, first):
-    program = _Program(sources)
+    sources = ((("", sources),) if isinstance(sources, str) else tuple((label, text) for label, text in sources))
+    program, loading_findings = _read(sources)
     timed = _Walk(program, timed=True, first_name=first)
     for name in names:
         timed.follow_name(name, None, None, at=_LATER, body_q=_LATER)
@@ -225,14 +241,8 @@ def _check(sources, names, first):
     timed.report_recursion()
     found = [(kind, text) for _, kind, text in timed.findings]
     # Code that runs while the module loads can bind anything: it is read for what the check cannot follow.
-    loading = _Walk(program, timed=False, first_name=first)
-    for record in program.records:
-        if isinstance(record.node, _DEFS):
-            loading._refusals(record.node, program.module, record)  # its name: a module __getattr__
-        loading.push(record, record.parts, record.pos)
-    loading.run()
     texts = {text for _, text in found}
-    return found + [(kind, text) for _, kind, text in loading.findings if text not in texts]
+    return found + [(kind, text) for kind, text in loading_findings if text not in texts]
 
 
 class _Scope:

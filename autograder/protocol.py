@@ -20,17 +20,14 @@ import json
 import math
 import struct
 
-import torch
-
 from autograder.inert import inert
 
 MAX_HEADER_BYTES = 8 * 1024**2
 MAX_DEPTH = 12
 MAX_DIMENSIONS = 8
 MAX_TEXT = 4000  # the worker cuts messages to 2000 characters; a longer one did not come from it
-DTYPES = {name: getattr(torch, name) for name in (
-    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
-    "complex64", "complex128")}
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+          "complex64", "complex128")
 
 
 class ProtocolError(ValueError):
@@ -117,7 +114,9 @@ def _tensor(spec, blobs):
     if not (type(offset) is int and type(nbytes) is int and 0 <= offset and 0 <= nbytes
             and offset + nbytes <= len(blobs)):
         raise ProtocolError("a tensor whose bytes lie outside the frame")
-    dtype = DTYPES[dtype_name]
+    import torch  # here, not at the top: the fork server starts before the grader has imported torch
+
+    dtype = getattr(torch, dtype_name)
     numel = math.prod(shape)
     if numel * torch.empty((), dtype=dtype).element_size() != nbytes:
         raise ProtocolError(f"a tensor of shape {tuple(shape)} and dtype {dtype_name} in {nbytes} bytes")
@@ -165,6 +164,8 @@ def null_or(schema):
 
 
 def tensor(value, where):
+    import torch
+
     if type(value) is not torch.Tensor:
         raise ProtocolError(f"{where}: expected a tensor, got {type(value).__name__}")
     return value

@@ -125,8 +125,12 @@ TIMING_SIZES = {
 }
 TIMING_MAX_RELATIVE = 16  # Shaw's clipping distance k on the timed path
 TIMING_NUM_BUCKETS = 32
-TIMING_WARMUP = 2
-TIMING_REPEATS = 15  # interleaved student/reference pairs; the figure is the median ratio
+TIMING_WARMUP = 1  # after the call measured for memory, which warms up too
+TIMING_REPEATS = 15  # interleaved student/reference pairs at most; the figure is the median ratio
+# Pairs timed before the verdict may be taken: it is taken then when every ratio so far lies on the same side
+# of every band's limit (the reference against itself, 1.0-1.3x, settles at once; a path near a limit gets
+# all the pairs).
+TIMING_MIN_PAIRS = 3
 TIMING_CALL_SECONDS = 10.0  # one call of the student's path; slower scores 0
 # The most memory one call may need beyond its inputs, in (B, H, Lq, Lk) score-sized tensors. The
 # reference needs about 3; the (Lq, Lk, dh) relative keys about 12 at the CPU sizes (3 at the GPU

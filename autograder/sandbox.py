@@ -11,9 +11,9 @@ for each task. A task that hangs or
 kills its process is marked and the child is started again for the tasks
 after it, so one bad function costs only its own points.
 
-What comes back is read with ``torch.load(weights_only=True)`` and checked to
-be plain data and plain tensors: nothing from the child is unpickled into
-objects or executed here.
+What comes back is decoded by autograder/protocol.py into plain data and plain
+tensors and checked against the protocol's schemas: nothing from a job is
+unpickled into objects or executed here.
 """
 
 import io
@@ -32,9 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
-
-from autograder import cgroups, protocol, rubric
+from autograder import cgroups, protocol, rubric  # nothing here imports torch: the server starts before it
 from autograder.inert import inert
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -83,6 +81,8 @@ class Plan:
 
 def serialize_plan(cases_by_task):
     """The probes of every task, made once per grading run and written for each job."""
+    import torch
+
     plan = {"tasks": [{"task": task, "probes": [case.probe for case in cases]} for task, cases in cases_by_task.items()]}
     buffer = io.BytesIO()
     torch.save(plan, buffer)
@@ -294,30 +294,45 @@ class ForkServer:
     START_SECONDS = 120.0  # start bubblewrap and import torch, on a loaded machine
     STOP_SECONDS = 10.0
 
-    def __init__(self, sandboxed=True, isolate=None, groups=None):
-        """``groups``: a cgroups.Tree, to put each job in a control group of its own (see ``spawn``)."""
+    def __init__(self, sandboxed=True, isolate=None, groups=None, ready=True):
+        """``groups``: a cgroups.Tree, to put each job in a control group of its own (see ``spawn``).
+
+        ``ready=False`` returns as soon as the server's process is started: it imports torch meanwhile, and
+        the first ``spawn`` (or ``ready()``) waits for it. The command line starts it this way before the
+        grader's own imports, so that the two import torch side by side.
+        """
         self.sandboxed = sandboxed
         self.isolate = sandboxed if isolate is None else isolate
         self.groups = groups
         self._lock = threading.Lock()
+        self._ready = threading.Lock()
         self.process = self.control = None
+        self.shared = None  # known once ready
         self._start()
-        try:
-            self._probe()
-        except ServerFailed as error:
-            self.close()
-            if not self.isolate:
-                raise
-            print(f"NOTE: jobs cannot have namespaces of their own inside bubblewrap here ({error}); "
-                  "each submission gets a bubblewrap sandbox of its own instead (slower).", file=sys.stderr)
-            self.isolate = False
-            self._start()
+        if ready:
+            self.ready()
+
+    def ready(self):
+        """Wait until the server forks jobs as it should; falls back to a server per job where it cannot."""
+        with self._ready:
+            if self.shared is not None:
+                return
             try:
                 self._probe()
-            except ServerFailed:
+            except ServerFailed as error:
                 self.close()
-                raise
-        self.shared = self.isolate or not self.sandboxed  # may jobs share this server?
+                if not self.isolate:
+                    raise
+                print(f"NOTE: jobs cannot have namespaces of their own inside bubblewrap here ({error}); "
+                      "each submission gets a bubblewrap sandbox of its own instead (slower).", file=sys.stderr)
+                self.isolate = False
+                self._start()
+                try:
+                    self._probe()
+                except ServerFailed:
+                    self.close()
+                    raise
+            self.shared = self.isolate or not self.sandboxed  # may jobs share this server?
 
     def _probe(self):
         """Fork a job that does nothing, as every job will be set up; raises ServerFailed if that fails."""
@@ -356,6 +371,7 @@ class ForkServer:
         of their own before it reads its first frame, so that nothing of the submission runs outside it.
         Raises ServerFailed when the machine cannot start the job: a fault of the grader's, not the code's.
         """
+        self.ready()
         if not self.shared:
             server = ForkServer(self.sandboxed, isolate=False, groups=self.groups)
             try:

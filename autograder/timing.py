@@ -47,9 +47,9 @@ import torch
 from autograder import protocol, rubric
 from autograder.loop_check import findings
 from autograder.inert import inert
-from autograder.sandbox import ForkServer, _descendants, frame, send_all, tail
+from autograder.sandbox import _descendants, frame, send_all, tail
 
-SAMPLES = 256
+SAMPLES = 96  # output entries compared after each timed pair (and after the call measured for memory)
 SETUP_SECONDS = 60.0  # start, import torch, build the inputs and warm up
 
 
@@ -241,12 +241,9 @@ class _Hold:
             lock._condition.notify_all()
 
 
-MIN_PAIRS = 5  # pairs timed before the verdict may be taken early
-
-
 def _settled(ratios):
     """Whether more pairs cannot change the verdict: every ratio lies on the same side of every band's limit."""
-    if len(ratios) < MIN_PAIRS:
+    if len(ratios) < rubric.TIMING_MIN_PAIRS:
         return False
     return all(min(ratios) > limit or max(ratios) <= limit for limit, _ in rubric.TIMING_BANDS)
 
@@ -373,13 +370,15 @@ def timing_device(mode):
 
 
 class ReferenceChildren:
-    """One reference job per grading thread, started on first use and kept for the whole run."""
+    """One reference job per grading thread, started on first use and kept for the whole run.
 
-    def __init__(self, reference_text, limits, groups=None):
+    A reference job is a fork of the same pristine server as the students' jobs, in namespaces and a control
+    group of its own like theirs: it never holds student code, and runs under the same conditions.
+    """
+
+    def __init__(self, reference_text, limits, server):
         self.chunks = [{"label": "reference", "source": reference_text}]
-        self.limits = limits  # as the students' jobs have them, so that both run alike
-        self.groups = groups
-        self._server = None  # a fork server of its own: no student's job shares it
+        self.limits, self.server = limits, server
         self._local = threading.local()
         self._all = []
         self._lock = threading.Lock()
@@ -387,10 +386,7 @@ class ReferenceChildren:
     def get(self):
         child = getattr(self._local, "child", None)
         if child is None or not child.alive:
-            with self._lock:
-                if self._server is None:
-                    self._server = ForkServer(self.limits.sandboxed, groups=self.groups)
-            child = ServeChild(self._server, self.chunks, "reference.py", self.limits)
+            child = ServeChild(self.server, self.chunks, "reference.py", self.limits)
             self._local.child = child
             with self._lock:
                 self._all.append(child)
@@ -401,9 +397,6 @@ class ReferenceChildren:
             for child in self._all:
                 child.close()
             self._all.clear()
-            if self._server is not None:
-                self._server.close()
-                self._server = None
 
 
 def static_check(chunks, path):

@@ -14,6 +14,9 @@ same notebooks are graded in one run (``--ways`` picks some):
   (``TIMING_WITHOUT_GPU``). J submissions at once (``--jobs``, default 2).
 * ``kit-no-timing``: the same with ``--without-gpu give``, which skips the
   timing tier: the difference between the two rows is the tier's share.
+* ``kit-no-cgroups``: the kit row again with ``AUTOGRADER_CGROUP=off``: no
+  control group per job. The difference is what the per-job limits (memory,
+  processes, CPU) cost a submission.
 * ``nbgrader-kit``: ``nbgrader autograde positional_encodings`` with
   the course's own nbgrader_config.py, whose TrustedGrades preprocessor grades
   each notebook with the kit's grader, out of the kernel, after the notebook
@@ -413,7 +416,7 @@ class Way:
     note: str = ""
 
 
-def timed(command, cwd, log):
+def timed(command, cwd, log, environment=None):
     """Run ``command``; (wall seconds, [(seconds since start, line)], load before and after).
 
     Each line of its output is stamped as it arrives, so that nbgrader's log shows where its time goes.
@@ -421,7 +424,8 @@ def timed(command, cwd, log):
     """
     load_before = os.getloadavg()[0]
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=cwd, env=nbgrader_environment(), stdout=subprocess.PIPE,
+    process = subprocess.Popen(command, cwd=cwd, env={**nbgrader_environment(), **(environment or {})},
+                               stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     lines = [(time.monotonic() - started, line.rstrip("\n")) for line in process.stdout]
     process.wait()
@@ -486,13 +490,16 @@ def require_every_student(way, students):
                              f"missing {missing}, unexpected {extra}")
 
 
-def grade_with_kit(course, root, jobs, students, timing_mode=None):
+def grade_with_kit(course, root, jobs, students, timing_mode=None, cgroups=True):
     key, name = ("kit", "kit") if timing_mode is None else ("kit-no-timing", f"kit, --without-gpu {timing_mode}")
-    out = root / ("kit-out" if timing_mode is None else f"kit-out-{timing_mode}")
+    if not cgroups:  # what the limits per job cost: the same run without a control group per job
+        key, name = key.replace("kit", "kit-no-cgroups", 1), name.replace("kit", "kit, AUTOGRADER_CGROUP=off", 1)
+    out = root / (key + "-out")
     command = [sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--jobs", str(jobs),
                "--out", str(out)] + (["--without-gpu", timing_mode] if timing_mode else [])
     way = Way(key, name, f"{jobs} job{'s' if jobs > 1 else ''}")
-    way.seconds, lines, way.load = timed(command, REPO_ROOT, root / f"{out.name}.log")
+    way.seconds, lines, way.load = timed(command, REPO_ROOT, root / f"{out.name}.log",
+                                         None if cgroups else {"AUTOGRADER_CGROUP": "off"})
     way.totals, way.tests = kit_grades(out)
     inner = re.search(r"submission\(s\) graded in ([\d.]+) s", "\n".join(line for _, line in lines))
     if inner:
@@ -652,7 +659,7 @@ def print_summary(ways, args):
               "one's start paid once, so a small --count understates the ratios.)")
 
 
-WAYS = ("kit", "kit-no-timing", "nbgrader-kit", "nbgrader-plain", "plain-course")
+WAYS = ("kit", "kit-no-timing", "kit-no-cgroups", "nbgrader-kit", "nbgrader-plain", "plain-course")
 # Issue 10's targets: the kit per submission at least this many times faster than each nbgrader way
 # (15x than nbgrader running the kit's own notebook, 10x than the plain course).
 TARGETS = {"nbgrader-kit": 15, "nbgrader-plain": 15, "plain-course": 10}
@@ -694,6 +701,7 @@ def main(argv=None):
         run = {
             "kit": lambda: grade_with_kit(course, root, args.jobs, students),
             "kit-no-timing": lambda: grade_with_kit(course, root, args.jobs, students, timing_mode="give"),
+            "kit-no-cgroups": lambda: grade_with_kit(course, root, args.jobs, students, cgroups=False),
             "nbgrader-kit": lambda: grade_with_nbgrader(course, root, students, plain=False),
             "nbgrader-plain": lambda: grade_with_nbgrader(course, root, students, plain=True),
             "plain-course": lambda: grade_plain_course(root, args.count),

@@ -85,7 +85,7 @@ def _write_hostile(folder, kind, index, marker):
         (folder / name).mkdir()
         (folder / name / "positional_encodings.py").write_text(STUB_TEXT)
     elif kind == "formula_for_a_name":
-        name = f"=HYPERLINK(\"http://example.invalid\",\"h{index:02d}\")"
+        name = f"=HYPERLINK(\"example.invalid\",\"h{index:02d}\")+1"
         (folder / f"{name}.py").write_text(STUB_TEXT)
     return name
 
