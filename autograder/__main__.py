@@ -12,10 +12,12 @@ the grader itself could not work (bad arguments, missing files).
 """
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +45,13 @@ def _add_grading_options(parser):
                              f"or withhold its points (default {rubric.TIMING_WITHOUT_GPU})")
 
 
+def _import_quietly(name):
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001  (the summary says so itself where the picture cannot be drawn)
+        pass
+
+
 def _grade(paths, args, show_feedback, sandbox):
     from autograder.sandbox import ForkServer, resolve_sandbox
 
@@ -60,6 +69,8 @@ def _grade(paths, args, show_feedback, sandbox):
         raise
     progress = Progress(len(paths)) if len(paths) > 1 and not args.json else None
     out = getattr(args, "out", None)
+    if out:  # the summary's picture needs matplotlib: imported meanwhile, while the jobs do the work
+        threading.Thread(target=_import_quietly, args=("matplotlib.figure",), daemon=True).start()
     try:
         if out:
             results, resumed = grade_class(grader, paths, out, jobs=args.jobs, force=args.force, progress=progress,

@@ -256,7 +256,8 @@ class Group:
                 with contextlib.suppress(OSError):
                     _write(memory / "memory.memsw.limit_in_bytes", limits.memory_bytes)
             _write(self.folders["pids"] / "pids.max", limits.max_processes)
-            _write(self.folders["cpu"] / "cpu.cfs_period_us", CPU_PERIOD_US)
+            if _read_int(self.folders["cpu"] / "cpu.cfs_period_us") != CPU_PERIOD_US:  # the kernel's default
+                _write(self.folders["cpu"] / "cpu.cfs_period_us", CPU_PERIOD_US)
             _write(self.folders["cpu"] / "cpu.cfs_quota_us", quota)
         else:
             folder = self.folders[""]

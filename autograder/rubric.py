@@ -113,19 +113,22 @@ TIMED_PATHS = (
               ("t5_bucket", "t5_bias", "biased_scores")),
 )
 # Points by the median ratio of the student's time to the reference's: up to 4x full, up to 25x half,
-# beyond that none. A Python loop over positions gets none whatever its time. Measured here (CPU sizes,
-# 2 jobs): the reference against itself 1.0-1.3x; other vectorized formulations 1.0-2.4x (the slowest:
-# take_along_dim with a broadcast index, which expands it, and each term scaled apart); the
-# materialised (Lq, Lk, dh) path about 10x; a (B, H, Lq, Lk, dh) tensor about 57x.
+# beyond that none. A Python loop over positions gets none whatever its time. Measured here at the CPU
+# sizes below (2026-12-01, each graded twice, in two runs): the reference against itself 0.8-1.5x; the other
+# vectorized formulations of tests/submissions/alternatives 0.9-2.4x (the slowest: take_along_dim with a
+# broadcast index, which expands it); the materialised (Lq, Lk, dh) path 4.9-8.4x (half the points); a
+# (B, H, Lq, Lk, dh) tensor 49-54x (and 66 score-sized tensors of memory). A path near a band's limit gets up
+# to TIMING_REPEATS pairs (see TIMING_MIN_PAIRS), so its verdict is a median of many.
 TIMING_BANDS = ((4.0, 1.0), (25.0, 0.5))
-# Sizes where the difference shows. The CPU sizes keep the whole tier to about a second per submission.
+# Sizes where the difference shows. The CPU sizes keep the whole tier to about 0.15 s per submission (L = 384:
+# at 512 it took half as long again, with the same verdicts; the materialised path was about 10x there).
 TIMING_SIZES = {
     "cuda": {"batch": 8, "heads": 16, "length": 2048, "head_dim": 64, "dtypes": ("float32", "bfloat16")},
-    "cpu": {"batch": 1, "heads": 4, "length": 512, "head_dim": 32, "dtypes": ("float32",)},
+    "cpu": {"batch": 1, "heads": 4, "length": 384, "head_dim": 32, "dtypes": ("float32",)},
 }
 TIMING_MAX_RELATIVE = 16  # Shaw's clipping distance k on the timed path
 TIMING_NUM_BUCKETS = 32
-TIMING_WARMUP = 1  # after the call measured for memory, which warms up too
+TIMING_WARMUP = 0  # calls before the timed pairs, besides the call measured for memory (which warms up too)
 TIMING_REPEATS = 15  # interleaved student/reference pairs at most; the figure is the median ratio
 # Pairs timed before the verdict may be taken: it is taken then when every ratio so far lies on the same side
 # of every band's limit (the reference against itself, 1.0-1.3x, settles at once; a path near a limit gets
@@ -133,7 +136,7 @@ TIMING_REPEATS = 15  # interleaved student/reference pairs at most; the figure i
 TIMING_MIN_PAIRS = 3
 TIMING_CALL_SECONDS = 10.0  # one call of the student's path; slower scores 0
 # The most memory one call may need beyond its inputs, in (B, H, Lq, Lk) score-sized tensors. The
-# reference needs about 3; the (Lq, Lk, dh) relative keys about 12 at the CPU sizes (3 at the GPU
+# reference needs about 3; the (Lq, Lk, dh) relative keys about 12-13 at the CPU sizes (3 at the GPU
 # sizes); a (B, H, Lq, Lk, dh) tensor dh of them on its own (it does not fit on a GPU at all).
 TIMING_MEMORY_SCORES = 24
 # Without a GPU: "cpu" times the path on the CPU at the CPU sizes; "give" skips the tier and gives its

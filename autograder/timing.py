@@ -282,8 +282,8 @@ def measure(student, reference, spec, rng=None):
             child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
             _run(child, spec, rng)
     ratios, student_times, reference_times = [], [], []
+    _alone(student)  # and after every pair, which is the check before the next
     for pair in range(rubric.TIMING_REPEATS):
-        _alone(student)
         seed = rng.getrandbits(48)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
         seconds = {}
@@ -421,18 +421,14 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
                                      f"and {', '.join(failing)} did not."]))
             continue
         found = static_check(submission.chunks, path)
-        loops = [text for kind, text in found if kind != "refused"]
-        if loops:
-            graded.append((test, 0, [
-                f"No points: a Python loop in the score path ({loops[0]}).",
-                "Static check: " + "; ".join(text for _, text in found),
-                "A loop over positions gets no timing points, whatever its time: use tensor operations "
-                "(broadcasting, gather, indexing with a tensor of indices)."]))
-            continue
         if found:
+            loops = [text for kind, text in found if kind != "refused"]
             graded.append((test, 0, [
+                f"No points: a Python loop in the score path ({loops[0]})." if loops else
                 f"No points: the static check cannot read how the score path is made ({found[0][1]}).",
                 "Static check: " + "; ".join(text for _, text in found),
+                "A loop over positions gets no timing points, whatever its time: use tensor operations "
+                "(broadcasting, gather, indexing with a tensor of indices)." if loops else
                 "The timing tier times only a path it can check for loops: define its functions with def, "
                 "call them by their names, and leave exec, globals() and the like out of the submission."]))
             continue

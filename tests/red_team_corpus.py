@@ -366,3 +366,22 @@ def student_notebook(released, attack):
     stub = "".join(first["source"]) if isinstance(first["source"], list) else first["source"]
     first["source"] = stub.rstrip("\n") + "\n\n" + attack.source.strip("\n") + "\n"
     return notebook
+
+
+# Busy threads started at import, spinning for a while: added to an otherwise correct submission, they must
+# cost that submission its timing points (the work would go untimed) and its classmates nothing.
+BUSY_THREADS = '''
+
+import threading as _threading
+
+
+def _spin():
+    import time
+    end = time.monotonic() + 15
+    while time.monotonic() < end:
+        pass
+
+
+for _ in range(4):
+    _threading.Thread(target=_spin, daemon=True).start()
+'''

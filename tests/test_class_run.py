@@ -27,7 +27,7 @@ from autograder import rubric
 from autograder.build import REFERENCE, ROOT, make_stub, strip_markers
 from autograder.demo import MISTAKES, apply
 from autograder.sandbox import bubblewrap
-from red_team_corpus import corpus, processes_named
+from red_team_corpus import BUSY_THREADS, corpus, processes_named
 
 pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap) is not installed here")
 
@@ -39,21 +39,7 @@ HONEST.update({mistake.name: apply(mistake, REFERENCE_TEXT) for mistake in MISTA
 SOURCE_ATTACKS = ("forges_the_first_frame", "escape_sequences_in_messages", "every_function_raises_value_error",
                   "many_processes", "fills_its_private_folders", "os_exit_in_a_call", "floods_output",
                   "detached_daemon", "torch_function_subclass", "children_beyond_the_memory_limit")
-BUSY = REFERENCE_TEXT + '''
-
-import threading as _threading
-
-
-def _spin():
-    import time
-    end = time.monotonic() + 15
-    while time.monotonic() < end:
-        pass
-
-
-for _ in range(3):
-    _threading.Thread(target=_spin, daemon=True).start()
-'''
+BUSY = REFERENCE_TEXT + BUSY_THREADS
 
 
 def _notebook(cells, metadata=None):

@@ -23,7 +23,7 @@ from autograder.build import REFERENCE, ROOT
 from autograder.grade import Grader
 from autograder.inert import is_inert
 from autograder.sandbox import Limits, bubblewrap
-from red_team_corpus import MEMORY_LIMIT_BYTES, corpus, processes_named
+from red_team_corpus import BUSY_THREADS, MEMORY_LIMIT_BYTES, corpus, processes_named
 
 NAMES = list(corpus(ROOT / "unused"))
 SANDBOXED = bubblewrap() is not None
@@ -218,23 +218,6 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
     return _reference_shaw(q, k, rel_k, max_relative_position, scale=scale)
 '''
 
-BACKGROUND = '''
-
-import threading as _threading
-
-
-def _spin():
-    import time
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
-        pass
-
-
-for _ in range(4):
-    _threading.Thread(target=_spin, daemon=True).start()
-'''
-
-
 def test_memory_hidden_by_restarting_the_high_water_mark_is_still_counted(tier_grader, tmp_path, reference_text):
     if tier_grader.groups is None:
         pytest.skip("no control group per job here: the memory figure is the process's own, which it can restart")
@@ -246,7 +229,7 @@ def test_memory_hidden_by_restarting_the_high_water_mark_is_still_counted(tier_g
 
 def test_threads_left_running_at_import_get_no_timing_points_and_cost_classmates_nothing(tier_grader, tmp_path,
                                                                                       reference_text):
-    (tmp_path / "background.py").write_text(reference_text + BACKGROUND)
+    (tmp_path / "background.py").write_text(reference_text + BUSY_THREADS)
     (tmp_path / "reference.py").write_text(reference_text)
     results = {r.name: r for r in tier_grader.grade_many([tmp_path / "background.py", tmp_path / "reference.py"],
                                                            jobs=2)}
