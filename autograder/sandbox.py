@@ -193,6 +193,7 @@ def child_environment(sandboxed=True):
         "LANG": "C.UTF-8",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
+        "OMP_WAIT_POLICY": "PASSIVE",  # a pool a submission asks for sleeps between calls instead of spinning
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",
     }

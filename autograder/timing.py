@@ -20,9 +20,10 @@ own line). Otherwise:
   the per-pair ratios student/reference; pairs stop early once every ratio
   lies on the same side of every band's limit.
 * After each pair, entries of both outputs at indices drawn only then must
-  agree (read with functions the worker held before the student's code ran),
-  and the student's job must hold no process or thread beyond its own runner:
-  work left running in the background would run untimed.
+  agree (read with functions the worker held before the student's code ran).
+  Between its reply and the next command the student's job must do nothing:
+  no other process, and no CPU time on threads other than the runner's (read
+  in /proc before each command); work done in the background would go untimed.
 * Peak memory of one call beyond its inputs: the job's control group's
   high-water mark (all its processes, read and restarted from outside the
   job); without control groups, the kernel's high-water mark of the process
@@ -86,11 +87,20 @@ class ServeChild:
         """The job's process id on this machine."""
         return self.job.host_pid
 
+    watch_background = False  # set for a student's job once its timing starts (see ``background``)
+
     def request(self, command, timeout):
         """Send one command and return (reply, seconds from send to reply) by the grader's clock.
 
-        The reply is checked against the protocol's form for that command before anything reads it.
+        The reply is checked against the protocol's form for that command before anything reads it. While
+        ``watch_background`` is set, the job must have done nothing between its last reply and this command.
         """
+        if self.watch_background:
+            left = self.background()
+            if left:
+                raise ChildFailed(f"while it waited for its next call, its job {left}: the timing tier times "
+                                  "your function alone, so leave no thread working and start no process, in the "
+                                  "score path or at import")
         started = time.perf_counter()
         try:
             os.write(self._commands, (json.dumps(command) + "\n").encode())
@@ -110,6 +120,8 @@ class ServeChild:
                     raise ChildFailed(self._gone())
                 self._buffer += chunk
         elapsed = time.perf_counter() - started
+        if self.watch_background:
+            self.mark_background()  # what its threads did while it worked on the command is the command's
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
             reply = protocol.json_line(line, protocol.TIMING_REPLIES[command["command"]], "its reply")
@@ -148,7 +160,12 @@ class ServeChild:
             return None
 
     def background(self):
-        """What the job runs besides its runner's one thread (processes and threads), as words, or ""."""
+        """What the job ran off its runner's main thread since the last call of this, as words, or "".
+
+        Another process in the job is reported at once. Threads are allowed (torch's own pool, when a
+        submission asks for more than one), as long as they do nothing between calls: CPU time that other
+        threads used since the last look, beyond ``QUIET_SECONDS``, would be work done untimed.
+        """
         runner = self.worker_pid
         if runner is None:
             return ""
@@ -156,20 +173,47 @@ class ServeChild:
         processes = set(group.processes()) if group is not None else {runner, *_descendants(runner)}
         first = self.job._first_host_pid() if group is not None else None
         others = sorted(processes - {runner, first})
-        try:
-            threads = len(os.listdir(f"/proc/{runner}/task"))
-        except OSError:
-            threads = 1
-        said = []
         if others:
-            said.append(f"{len(others)} other process(es)")
-        if threads > 1:
-            said.append(f"{threads - 1} other thread(s)")
-        return " and ".join(said)
+            return f"held {len(others)} other process(es)"
+        used = _thread_seconds(runner, skip=runner)
+        since, self._background_mark = used - getattr(self, "_background_mark", used), used
+        if since > QUIET_SECONDS:
+            return f"had other threads working ({1000 * since:.0f} ms of CPU time)"
+        return ""
+
+    def mark_background(self):
+        """Start counting the other threads' CPU time from now (what they do during a timed call is the call's)."""
+        runner = self.worker_pid
+        if runner is not None:
+            self._background_mark = _thread_seconds(runner, skip=runner)
 
     def close(self):
         self.job.stop()
         self.output.close()
+
+
+QUIET_SECONDS = 0.002  # CPU time the job's other threads may use between two calls (an idle pool uses none)
+
+
+def _thread_seconds(pid, skip):
+    """CPU seconds used so far by the threads of process ``pid`` other than ``skip``, read from outside it."""
+    total = 0.0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for thread in threads:
+        if int(thread) == skip:
+            continue
+        try:  # nanoseconds on the CPU, where the kernel keeps scheduler statistics; else clock ticks
+            total += int(Path(f"/proc/{pid}/task/{thread}/schedstat").read_text().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            try:
+                fields = Path(f"/proc/{pid}/task/{thread}/stat").read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
 
 
 def _proc_status(pid, field):
@@ -260,6 +304,8 @@ def measure(student, reference, spec, rng=None):
             if child is reference:
                 raise RuntimeError(f"the reference failed on the timing inputs: {_error_text(reply)}")
             raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
+    student.watch_background = True  # from here on nothing of the student's may run between its commands
+    student.mark_background()
     extra = {}
     # One call of each, alone, for its peak memory beyond its inputs (built before the peak is restarted), with
     # every large tensor in a fresh mapping for that call, so that none reuses memory freed earlier.
@@ -282,7 +328,6 @@ def measure(student, reference, spec, rng=None):
             child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
             _run(child, spec, rng)
     ratios, student_times, reference_times = [], [], []
-    _alone(student)  # and after every pair, which is the check before the next
     for pair in range(rubric.TIMING_REPEATS):
         seed = rng.getrandbits(48)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
@@ -290,7 +335,6 @@ def measure(student, reference, spec, rng=None):
         for child in order:
             child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
             seconds[child] = _run(child, spec, rng)
-        _alone(student)
         _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}")
         ratios.append(seconds[student] / seconds[reference])
         student_times.append(seconds[student])
@@ -313,14 +357,6 @@ def _run(child, spec, rng):
     if reply.get("done") != nonce:
         raise ChildFailed("its process answered a call it was not given")
     return elapsed
-
-
-def _alone(student):
-    """Raise ChildFailed when the student's job runs anything beside its runner: that work would go untimed."""
-    left = student.background()
-    if left:
-        raise ChildFailed(f"its job ran {left} beside the call being timed: the timing tier times your "
-                          "function alone, so start no thread or process in the score path or at import")
 
 
 def _check_outputs(student, reference, spec, rng, which):
