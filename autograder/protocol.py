@@ -231,7 +231,7 @@ def mapping(keys, schema_of):
 
 ERROR = record({"type": text(200), "mro": list_of(text(200), 64), "message": text(), "where": text()})
 LOAD_ERROR = record({"type": text(200), "mro": list_of(text(200), 64), "message": text(), "where": text(),
-                     "chunk": text(400)})
+                     "chunk": text()})
 VALUE = one_of(record({"tensor": tensor, "device": text(64)}), record({"type_name": text(400), "repr": text(400)}))
 OUTCOME = one_of(record({"missing": text(200)}), record({"error": ERROR}), record({"value": VALUE}))
 MODULE_OUTCOME = one_of(
