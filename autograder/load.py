@@ -422,6 +422,16 @@ def _not_nbformat(shown, complaint):
                      "upload the .ipynb as Jupyter saved it.")
 
 
+def _deepest(skeleton):
+    brackets = _NOT_BRACKET.sub(b"", skeleton)
+    return max(accumulate(map(_BRACKET_STEP, brackets)), default=0)
+
+
+def json_depth(data):
+    """The deepest nesting of [ and { in JSON bytes, strings left out: from the bytes alone, at C speed."""
+    return _deepest(_PLAIN_STRING.sub(b"", _ESCAPE.sub(b"", data)))
+
+
 def _check_json_size(data, shown):
     """Refuse JSON too deep or with too many values, from its bytes alone: before parsing costs anything.
 
@@ -437,8 +447,7 @@ def _check_json_size(data, shown):
     if strings > 2 * MAX_JSON_VALUES + 1 or values > MAX_JSON_VALUES or closers > MAX_JSON_VALUES:
         raise LoadError(f"{shown} holds more than {MAX_JSON_VALUES} JSON values; a notebook has far fewer. "
                         "Clear its outputs and save it again.")
-    brackets = _NOT_BRACKET.sub(b"", skeleton)
-    deepest = max(accumulate(map(_BRACKET_STEP, brackets)), default=0)
+    deepest = _deepest(skeleton)
     if deepest > MAX_JSON_DEPTH:
         raise LoadError(f"{shown} nests its JSON more than {MAX_JSON_DEPTH} levels deep; a notebook is about 7 "
                         "deep. Open it in Jupyter and save it again.")

@@ -21,8 +21,9 @@ import math
 import struct
 
 from autograder.inert import inert
+from autograder.load import json_depth
 
-MAX_HEADER_BYTES = 8 * 1024**2
+MAX_HEADER_BYTES = 1024**2  # what the worker sends is a few kilobytes; the tensors' bytes come after it
 MAX_DEPTH = 12
 MAX_DIMENSIONS = 8
 MAX_TEXT = 4000  # the worker cuts messages to 2000 characters; a longer one did not come from it
@@ -54,7 +55,7 @@ def unpack(payload, *, max_bytes=None):
 
 
 def _json(data):
-    if _nesting(data) > MAX_DEPTH + 4:
+    if json_depth(data) > MAX_DEPTH + 4:
         raise ProtocolError(f"a header nested more than {MAX_DEPTH} levels deep")
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_constant)
@@ -64,28 +65,6 @@ def _json(data):
 
 def _constant(name):
     return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
-
-
-def _nesting(data):
-    """The deepest nesting of [ and { in JSON text, strings skipped: checked before json.loads recurses."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
 
 
 def _rebuild(node, blobs, depth):
