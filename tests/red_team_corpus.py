@@ -332,6 +332,25 @@ for _pid in _children:
 def _fake(*args, **kwargs):
     raise RuntimeError(_REPORT)
 ''' + _every_function_is("_fake"), grouped_only=True),
+        # Invariant 5: memory in a file that has no name and no mapping (memfd), which no process limit counts.
+        Attack("memory_in_a_memfd", f'''
+import os as _os
+_held, _files, _chunk = 0, [], b"x" * (1 << 20)
+try:
+    while _held < {MEMFD_BYTES}:  # one memfd after another: each under the file-size limit
+        _fd = _os.memfd_create("{traces.name}-memfd")
+        _files.append(_fd)
+        for _ in range(128):
+            _os.write(_fd, _chunk)
+            _held += 1 << 20
+except OSError:
+    pass
+_REPORT = ("ESCAPED: " if _held >= {MEMFD_BYTES} else "contained: ") + f"{{_held >> 20}} MiB in memfds"
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_REPORT)
+''' + _every_function_is("_fake"), grouped_only=True),
     ]
     return {attack.name: attack for attack in attacks}
 
@@ -340,6 +359,7 @@ def _fake(*args, **kwargs):
 # children touches: each child fits under the limit alone (so the address-space limit lets it), three do not.
 MEMORY_LIMIT_BYTES = 2 * 1024**3
 CHILD_BYTES = 800 * 1024**2
+MEMFD_BYTES = MEMORY_LIMIT_BYTES + 512 * 1024**2  # more than the job may hold, in a memfd
 
 
 def processes_named(marker):
