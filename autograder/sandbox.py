@@ -158,7 +158,8 @@ def sandbox_options(scratch_bytes=rubric.SCRATCH_BYTES):
         options += ["--ro-bind", path, path]
     for folder in map(str, KIT_FOLDERS):
         if any(folder == path or folder.startswith(path.rstrip("/") + "/") for path in readable):
-            options += ["--tmpfs", folder]
+            # Covered by an empty folder, read-only: a job could otherwise leave files there for the next.
+            options += ["--tmpfs", folder, "--remount-ro", folder]
     return options, readable
 
 

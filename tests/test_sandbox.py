@@ -223,7 +223,10 @@ def test_a_kit_installed_into_the_python_environment_is_hidden_inside(monkeypatc
     secret_folder.mkdir()
     try:
         (secret_folder / "reference.py").write_text("ANSWER = 42\n")
-        probe = f'import os\nprint(sorted(os.listdir({str(secret_folder)!r})) if os.path.isdir({str(secret_folder)!r}) else "gone")\n'
+        probe = (f'import os\nprint(sorted(os.listdir({str(secret_folder)!r})) if os.path.isdir({str(secret_folder)!r}) '
+                 'else "gone")\n'
+                 f'try:\n    open(os.path.join({str(secret_folder)!r}, "planted.py"), "w").close()\n'
+                 '    print("PLANTED")\nexcept OSError:\n    print("not writable")\n')
         seen = {}
         for hidden in (False, True):
             monkeypatch.setattr(sandbox, "KIT_FOLDERS", (secret_folder,) if hidden else ())
@@ -242,5 +245,6 @@ def test_a_kit_installed_into_the_python_environment_is_hidden_inside(monkeypatc
                 server.close()
         assert "reference.py" in seen[False]  # the control: without the cover it is there to read
         assert "reference.py" not in seen[True] and "[]" in seen[True], seen[True]
+        assert "PLANTED" not in seen[True]  # the cover is read-only: no job leaves a file there for the next
     finally:
         shutil.rmtree(secret_folder)
