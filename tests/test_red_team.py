@@ -154,20 +154,35 @@ def test_a_student_folder_that_links_to_the_reference_or_a_host_file_gets_nothin
 
 # --- two jobs in a row: nothing of one reaches the next -------------------------------------------------------
 
+# Job A tries every folder it can see and leaves a file in each it can write; job B, forked later from the same
+# server, looks for them all. Every folder, not a list of likely ones: what is shared is whatever was missed.
 LEAVES = '''
 import os as _os
-for _folder in ("/", "/etc", "/sandbox", "/usr", "/dev", "/proc/self", "/tmp", "/work", "/dev/shm", "/run", "/var/tmp"):
+_LEFT = []
+for _root, _folders, _files in _os.walk("/"):
+    if _root.startswith(("/proc", "/sys")):
+        _folders[:] = []
+        continue
     try:
-        with open(_os.path.join(_folder, "{marker}.py"), "w") as _handle:
+        with open(_os.path.join(_root, "{marker}.py"), "w") as _handle:
             _handle.write("LEFT = True\\n")
+        _LEFT.append(_root)
     except OSError:
         pass
+
+
+def sinusoidal_table(*args, **kwargs):
+    raise RuntimeError("left in " + repr(_LEFT))
 '''
 FINDS = '''
 import os as _os
-_FOUND = [_os.path.join(folder, "{marker}.py") for folder in
-          ("/", "/etc", "/sandbox", "/usr", "/dev", "/tmp", "/work", "/dev/shm", "/run", "/var/tmp")
-          if _os.path.exists(_os.path.join(folder, "{marker}.py"))]
+_FOUND = []
+for _root, _folders, _files in _os.walk("/"):
+    if _root.startswith(("/proc", "/sys")):
+        _folders[:] = []
+        continue
+    if "{marker}.py" in _files:
+        _FOUND.append(_root)
 
 
 def sinusoidal_table(*args, **kwargs):
@@ -180,10 +195,12 @@ def test_a_file_one_job_writes_is_seen_by_no_later_job(corpus_grader, tmp_path, 
     marker = f"left-{uuid.uuid4().hex[:10]}"
     (tmp_path / "a_leaves.py").write_text(stub_text + LEAVES.format(marker=marker))
     (tmp_path / "b_finds.py").write_text(stub_text + FINDS.format(marker=marker))
-    corpus_grader.grade(tmp_path / "a_leaves.py")
+    left = next(test.output for test in corpus_grader.grade(tmp_path / "a_leaves.py").tests
+                if test.id == "sinusoidal_values")
+    assert "left in ['/" in left, left  # it did find folders of its own to write in (/work, /tmp, /dev/shm)
     found = next(test.output for test in corpus_grader.grade(tmp_path / "b_finds.py").tests
                  if test.id == "sinusoidal_values")
-    assert "nothing left" in found, found
+    assert "nothing left" in found, (found, left)
 
 
 # --- the timing tier: what got full timing points without the work -------------------------------------------
