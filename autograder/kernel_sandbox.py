@@ -76,6 +76,34 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.transport = "ipc"
         self.ip = os.path.join(self._sockets, "kernel")
 
+    # A kernel whose code wrote into its own sockets may never read a message again: zmq's send then waits for
+    # ever, and nbgrader with it (an interrupt and a shutdown request both go over the control socket). Here a
+    # send gives up after CONTROL_SEND_MS; the kernel is then killed, as a shutdown does when asking fails.
+    CONTROL_SEND_MS = 2000
+
+    def _connect_control_socket(self):
+        if self._control_socket is None:
+            super()._connect_control_socket()
+            self._control_socket.sndtimeo = self.CONTROL_SEND_MS
+            self._control_socket.linger = 0
+
+    async def _async_interrupt_kernel(self):
+        import zmq
+
+        try:
+            await super()._async_interrupt_kernel()
+        except zmq.Again:
+            self.log.warning("The kernel does not read its control socket; it will be killed instead")
+
+    async def _async_request_shutdown(self, restart=False):
+        import zmq
+
+        try:
+            await super()._async_request_shutdown(restart=restart)
+        except zmq.Again:
+            self.log.warning("The kernel does not read its control socket; killing it")
+            await self._async_kill_kernel()
+
     async def _async_pre_start_kernel(self, **kwargs):
         if bubblewrap() is None:
             raise RuntimeError("bubblewrap (bwrap) is not installed, so the notebook's kernel cannot be sandboxed. "
