@@ -136,7 +136,11 @@ def main(argv=None):
     grade.add_argument("--feedback", action="store_true",
                        help="print every test's feedback (the default for a single submission)")
     grade.add_argument("--unsandboxed", action="store_true",
-                       help="grade without bubblewrap, trusting the submissions (refused by default)")
+                       help="grade without a sandbox, trusting the submissions (refused by default)")
+    grade.add_argument("--sandbox", choices=("strongest", "bubblewrap", "users"), default="strongest",
+                       help="the sandbox tier: the strongest this machine allows (the default: bubblewrap where it "
+                            "can make namespaces, else, as root, an unprivileged user per job), or only the one "
+                            "named (see docs/THREAT_MODEL.md)")
     _add_grading_options(grade)
 
     demo = commands.add_parser("demo", help="grade the bundled sample class and print the table")
@@ -149,6 +153,13 @@ def main(argv=None):
     bundle.add_argument("--unsandboxed", action="store_true",
                         help="let the zip grade WITHOUT a sandbox where bubblewrap cannot run on Gradescope "
                              "(trusted code only)")
+
+    prairie = commands.add_parser("prairielearn-bundle",
+                                  help="write the grading image's context, the serverFilesCourse folder and a sample "
+                                       "question for PrairieLearn's external grader")
+    prairie.add_argument("out_dir", metavar="OUT", help="the folder to write them to")
+    prairie.add_argument("--image", default="YOUR_NAME/positional-encodings-grader",
+                         help="the image name the question's info.json names (where you push the image)")
 
     commands.add_parser("build", help="regenerate the student files and the course notebook from solutions/ and assignments/lesson.py")
 
@@ -172,6 +183,12 @@ def main(argv=None):
 
         print(f"wrote {main_bundle(args.out_zip, unsandboxed=args.unsandboxed)}")
         return 0
+    if args.command == "prairielearn-bundle":
+        from autograder.prairielearn import main_bundle as prairielearn_bundle
+
+        out = prairielearn_bundle(args.out_dir, image=args.image)
+        print(f"wrote {out}/: image/ (build and push it), serverFilesCourse/ and question/ (copy them into the course)")
+        return 0
     if args.command == "release":
         from autograder.course import COURSE, CourseError, release
 
@@ -188,7 +205,14 @@ def main(argv=None):
             paths = write_class(folder)
             print(f"Grading the sample class: the reference, the blank stubs and {len(paths) - 2} submissions "
                   "with one typical mistake each.\n", file=sys.stderr)
-            _grade(paths, args, show_feedback=args.feedback, sandbox="auto")  # our own samples: safe either way
+            from autograder.sandbox import SandboxMissing
+
+            try:
+                _grade(paths, args, show_feedback=args.feedback, sandbox="auto")  # our own samples: safe either way
+            except SandboxMissing as error:  # a tier that needs the kit unreadable by jobs: not the demo's business
+                print(f"NOTE: {error}\nThe sample class is the kit's own code: it is graded without a sandbox.",
+                      file=sys.stderr)
+                _grade(paths, args, show_feedback=args.feedback, sandbox="off")
         return 0
 
     from autograder.load import expand
@@ -205,8 +229,11 @@ def main(argv=None):
         print("WARNING: --unsandboxed: the submissions run WITHOUT a sandbox, able to read the reference and "
               "the hidden cases and to change files.", file=sys.stderr)
     try:
+        from autograder.sandbox import BUBBLEWRAP, JOB_USERS
+
+        choice = {"strongest": "required", "bubblewrap": BUBBLEWRAP, "users": JOB_USERS}[args.sandbox]
         _grade(paths, args, show_feedback=args.feedback or len(paths) == 1,
-               sandbox="off" if args.unsandboxed else "required")
+               sandbox="off" if args.unsandboxed else choice)
     except SandboxMissing as error:
         parser.exit(2, f"python -m autograder grade: {error}\n")
     return 0

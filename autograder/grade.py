@@ -14,12 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, rubric, timing
+from autograder import cgroups, rubric, timing, users
 from autograder.inert import inert
 from autograder.build import REFERENCE, strip_markers
 from autograder.cases import build_cases
 from autograder.load import LoadError, load, submission_name
-from autograder.sandbox import ForkServer, Limits, ServerFailed, resolve_sandbox, run_submission, serialize_plan
+from autograder.sandbox import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
+                                resolve_sandbox, run_submission, serialize_plan)
 
 MACHINE_ATTEMPTS = 3  # a job that the machine could not start is tried this many times before the row says so
 
@@ -152,27 +153,38 @@ class Grader:
     """Grades submissions with one set of hidden cases; ``timing`` is what to do without a GPU (see rubric)."""
 
     def __init__(self, seed=rubric.SEED, limits=None, timing_mode=rubric.TIMING_WITHOUT_GPU, sandbox="required",
-                 server=None):
-        """``sandbox``: "required" (refuse to run without bubblewrap), "auto" (warn and run without), "off".
+                 server=None, secrets=()):
+        """``sandbox``: "required" (the strongest sandbox the machine allows, or SandboxMissing), "auto" (that,
+        or a warning and none), "off", or a tier's name (see sandbox.resolve_sandbox).
 
         ``server``: a ForkServer started earlier (see ``sandbox.start_early``), to be used and closed by this
-        grader.
+        grader. ``secrets``: files and folders, beyond the kit's own, that no job may read (a platform's
+        hidden tests, earlier results); where jobs run as users of their own (tier C), a job's user must be
+        unable to open any of them, or the grader refuses to start (SandboxMissing says what to change).
         """
         self.limits = limits or Limits()
-        self.limits.sandboxed = server.sandboxed if server is not None else resolve_sandbox(sandbox)
+        self.limits.sandboxed = server.tier if server is not None else resolve_sandbox(sandbox)
         self.cases = build_cases(seed)
         self.plan = serialize_plan(self.cases)
         self.timing_mode = timing_mode
         self.groups = _control_groups()
-        self.limits.processes_by_rlimit = self.groups is None and self.limits.sandboxed and os.getuid() != 0
-        self.server = server or ForkServer(self.limits.sandboxed, ready=False)  # every job is a fork of it
+        tier = self.limits.sandboxed
+        # RLIMIT_NPROC counts per user (and user namespace): a job's own, but never root, which it ignores.
+        self.limits.processes_by_rlimit = self.groups is None and (
+            tier == JOB_USERS or (tier == BUBBLEWRAP and os.getuid() != 0))
+        self.server = server or ForkServer(tier, ready=False)  # every job is a fork of it
         self.server.groups = self.groups
+        if tier == JOB_USERS:
+            hidden = users.unreadable_problem([*KIT_FOLDERS, *secrets], self.server.users.free[0])
+            if hidden:
+                self.server.close()
+                raise SandboxMissing(f"Jobs cannot run as users of their own here: {hidden}.")
         self.server.ready()
         self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
                                                    self.limits, self.server)
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
-        self.tier = (("bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job")
-                     if self.limits.sandboxed else "NO SANDBOX") \
+        self.tier = {BUBBLEWRAP: "bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job",
+                     JOB_USERS: "a user of its own per job, seccomp filter (no namespaces here)"}.get(tier, "NO SANDBOX") \
             + (f", {self.groups.description}" if self.groups else ", per-process limits only (no cgroups"
                + ("; processes per job by RLIMIT_NPROC)" if self.limits.processes_by_rlimit else ")"))
         weakref.finalize(self, self.references.close)

@@ -11,18 +11,22 @@ does not track is named in a warning, since it goes into the zip uncommitted.
 In Gradescope's container (Ubuntu, run as root; the zip unpacked into
 ``/autograder/source``):
 
-- ``setup.sh`` (once, when Gradescope builds the image) installs bubblewrap and a
-  virtual environment at ``/autograder/venv`` with the CPU build of torch and the
-  kit's other dependencies. The kit itself is NOT installed into the venv: a
-  ``pip install`` would copy ``solutions/`` and ``autograder/cases/`` into its
-  site-packages, and the sandbox mounts the Python environment (read-only) for
-  the student's code. The kit is imported from ``/autograder/source`` instead.
-- ``run_autograder`` (for each submission) takes the source folder from group and
-  others (``chmod -R go-rwx``, defence in depth), then runs
+- ``setup.sh`` (once, when Gradescope builds the image) installs bubblewrap,
+  libseccomp, the job users (``autograder-job1`` to ``16``, the ids of
+  ``users.JOB_UIDS``: no home, no shell) and a virtual environment at
+  ``/autograder/venv`` with the CPU build of torch (from a wheel folder pip
+  already knows, else PyTorch's CPU index) and the kit's other dependencies,
+  readable by every user. The kit itself is NOT installed into the venv: a
+  ``pip install`` would copy ``solutions/`` and ``autograder/cases/`` there,
+  where student code can read them. It is imported from ``/autograder/source``.
+- ``run_autograder`` (for each submission) makes the source, the upload, its
+  metadata (which holds earlier results) and the results folder root's alone,
+  and ``/autograder`` passable but not listable, then runs
   ``python -m autograder.gradescope /autograder``, which is ``run(root)`` below.
   The root may be given as an argument or ``AUTOGRADER_ROOT``, the Python as
   ``AUTOGRADER_PYTHON`` (default ``/autograder/venv/bin/python``): the tests run
-  the script on a simulated tree in a temporary folder. It always leaves a
+  the script on a simulated tree in a temporary folder, and in a real container
+  (tests/test_platform_containers.py). It always leaves a
   ``results/results.json``, if need be one it writes itself.
 
 ``run(root)`` grades the file in ``ROOT/submission`` (``positional_encodings.ipynb``
@@ -36,25 +40,28 @@ notebook that is not JSON, code that crashes, and a fault of the grader's own
 (score 0, "tell your instructor"; the traceback goes to the instructor's stdout
 log, which students are then not shown since it may quote the hidden cases).
 
-Security: the reference and the hidden cases live only under
-``/autograder/source`` (and in the grader's own process). The student's code
-runs only inside the kit's bubblewrap sandbox (``autograder/sandbox.py``), which
-mounts the system libraries and the Python environment read-only, the worker
-file alone of the grader, and a private work folder: ``/autograder`` is not in
-it, so neither the source, nor the results file, nor the submission folder.
+What a student sees when: each rubric test says (``rubric.Test.visibility`` and
+``details``) when its score shows and when the feedback that quotes a hidden
+case (the call, expected against got) does. By default the score, what the test
+checks and the likely mistake show at once, and a failed test's hidden case in a
+second entry of no points, ``<test> (details)``, after the due date; the timing
+tests quote no hidden case, and show everything at once.
 
-The sandbox on Gradescope: bubblewrap needs namespaces, which a Docker container
-may refuse (user namespaces, or mounting /proc in a new PID namespace). Before
-grading, ``sandbox_problem()`` starts the sandbox exactly as the grader will and
-runs ``python -c pass`` in it. If that fails the submission is NOT graded
-unsandboxed: results.json gets score 0 and says that the instructor must make the
-sandbox work. Only an instructor who accepts the risk can change that, by
+The sandbox: the strongest the container allows (``sandbox.resolve_sandbox``),
+and every result says which. Where bubblewrap can make its namespaces (a
+privileged container), each job gets them. Under Docker's default seccomp
+profile, which is Gradescope's, the kernel refuses them: each job then runs as a
+job user of its own under a seccomp filter (tier C, ``autograder/users.py``),
+and the grader first checks, as that user, that nothing of the kit or of
+``secrets_of(root)`` can be opened. Where neither can run, the submission is NOT
+graded unsandboxed: results.json gets score 0 and says that the instructor must
+make a sandbox work. Only an instructor who accepts the risk can change that, by
 building the zip with ``main_bundle(..., unsandboxed=True)`` (which writes
 ``export AUTOGRADER_UNSANDBOXED=1`` into ``run_autograder``) or by setting that
-variable in the container: then a container without a working sandbox grades with
-``sandbox="off"``, and the output says so. Unsandboxed, the student's code runs
-as root in the container and can read the hidden cases and the reference and
-change the results: use it only for trusted submissions.
+variable in the container: then the submission is graded with ``sandbox="off"``,
+and the output says so. Unsandboxed, the student's code runs as root in the
+container and can read the hidden cases and the reference and change the
+results: use it only for trusted submissions.
 """
 
 import argparse
@@ -81,7 +88,8 @@ TOP_FILES = ("pyproject.toml", "README.md")
 TORCH = "torch==2.13.0"  # the version the kit pins everywhere; on Gradescope, its CPU build
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 DEFAULT_ROOT = "/autograder"
-DEFAULT_PYTHON = "/autograder/venv/bin/python"
+DEFAULT_VENV = "/autograder/venv"
+DEFAULT_PYTHON = DEFAULT_VENV + "/bin/python"
 UNSANDBOXED_VARIABLE = "AUTOGRADER_UNSANDBOXED"
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so that the same sources make the same zip
 _EXPECTED = " or ".join(reversed(PREFERRED_NAMES))  # the notebook first: what most students upload
@@ -89,26 +97,43 @@ _TELL_INSTRUCTOR = "This is not a problem with your code: tell your instructor."
 
 SETUP_SH = """\
 #!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu).
+# Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu or Debian).
 # Made by `python -m autograder gradescope-bundle`; see autograder/gradescope.py.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+VENV="${{AUTOGRADER_VENV:-{venv}}}"
 apt-get update
-apt-get install -y --no-install-recommends bubblewrap python3 python3-venv python3-pip
+# bubblewrap where the container allows namespaces; libseccomp2 and the job users where it does not.
+apt-get install -y --no-install-recommends bubblewrap libseccomp2 passwd python3 python3-venv python3-pip
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "the kit needs Python 3.10 or newer")'
-python3 -m venv /autograder/venv
-/autograder/venv/bin/pip install --no-cache-dir --upgrade pip
-# The CPU build: the default wheel would pull gigabytes of CUDA libraries onto a machine with no GPU.
-/autograder/venv/bin/pip install --no-cache-dir {torch} --index-url {index}
-/autograder/venv/bin/pip install --no-cache-dir {dependencies}
-# The kit itself is NOT installed here: pip would copy the reference and the hidden cases into the
-# venv, which the sandbox shows (read-only) to the student's code. run_autograder imports it from
-# /autograder/source, which the sandbox never mounts.
-if bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --proc /proc --dev /dev true; then
-    echo "bubblewrap works in this container: student code will be sandboxed."
+# The users that student code runs as where bubblewrap cannot start: no home, no shell, no password.
+for uid in $(seq {first_uid} {last_uid}); do
+    name="autograder-job$((uid - {first_uid} + 1))"
+    getent group "$uid" >/dev/null || groupadd --gid "$uid" "$name"
+    getent passwd "$uid" >/dev/null || useradd --uid "$uid" --gid "$uid" --no-create-home \\
+        --home-dir /nonexistent --shell /usr/sbin/nologin "$name"
+done
+python3 -m venv "$VENV"
+# The CPU build of torch: from a wheel folder that this machine's pip is set up with (find-links), else
+# from PyTorch's CPU index. The default wheel would pull gigabytes of CUDA libraries onto a machine with no GPU.
+rm -rf /tmp/kit-torch
+if "$VENV/bin/pip" download --no-deps --no-index --dest /tmp/kit-torch '{torch}' >/dev/null 2>&1 \\
+        && ls /tmp/kit-torch/torch-*+cpu-*.whl >/dev/null 2>&1; then
+    "$VENV/bin/pip" install --no-cache-dir /tmp/kit-torch/torch-*+cpu-*.whl
 else
-    echo "WARNING: bubblewrap cannot create its namespaces in this container; submissions will score 0"
-    echo "until it can (see autograder/gradescope.py), unless {variable}=1 is set in run_autograder."
+    "$VENV/bin/pip" install --no-cache-dir '{torch}' --index-url {index}
+fi
+rm -rf /tmp/kit-torch
+"$VENV/bin/pip" install --no-cache-dir {dependencies}
+# Readable by every user: student code imports from it (the kit itself is not in it).
+chmod -R a+rX "$VENV"
+# The kit itself is NOT installed here: pip would copy the reference and the hidden cases into the
+# venv, which student code can read. run_autograder imports it from /autograder/source, root's alone.
+if bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --proc /proc --dev /dev true 2>/dev/null; then
+    echo "bubblewrap works in this container: each job gets namespaces of its own."
+else
+    echo "bubblewrap cannot make namespaces in this container (Docker's default seccomp profile refuses them):"
+    echo "each job will run as an unprivileged user of its own under a seccomp filter (tier C)."
 fi
 """
 
@@ -123,10 +148,14 @@ ROOT="${{1:-${{AUTOGRADER_ROOT:-{root}}}}}"
 PYTHON="${{AUTOGRADER_PYTHON:-{python}}}"
 SOURCE="$ROOT/source"
 RESULTS="$ROOT/results/results.json"
-# The hidden cases and the reference are in $SOURCE: nobody but their owner may read them. (Student code
-# never sees this folder anyway: it runs in the sandbox, which does not mount it.)
-chmod -R go-rwx "$SOURCE" || echo "WARNING: could not restrict the permissions of $SOURCE"
 mkdir -p "$ROOT/results" && rm -f "$RESULTS"
+# The hidden cases and the reference are in $SOURCE, the upload and its metadata (earlier results
+# included) beside it: root's alone, so that student code, which runs as another user where bubblewrap
+# cannot start, can read none of it. $ROOT itself stays passable: the venv may be below it.
+for path in "$SOURCE" "$ROOT/submission" "$ROOT/results" "$ROOT/submission_metadata.json"; do
+    [ ! -e "$path" ] || chmod -R go-rwx "$path" || echo "WARNING: could not restrict the permissions of $path"
+done
+chmod go-rw,go+x "$ROOT" || echo "WARNING: could not restrict the permissions of $ROOT"
 # The kit is imported from $SOURCE, never from an installed copy.
 (cd "$SOURCE" && PYTHONPATH="$SOURCE" PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m autograder.gradescope "$ROOT")
 status=$?
@@ -154,8 +183,12 @@ def dependencies(pyproject_text):
 
 def setup_script(pyproject_text):
     """setup.sh: bubblewrap, the venv, the CPU build of torch, then the kit's other dependencies."""
-    quoted = " ".join(f"'{requirement}'" for requirement in dependencies(pyproject_text))
-    return SETUP_SH.format(torch=TORCH, index=TORCH_CPU_INDEX, dependencies=quoted, variable=UNSANDBOXED_VARIABLE)
+    from autograder.users import JOB_UIDS
+
+    quoted = " ".join(f"'{requirement}'" for requirement in dependencies(pyproject_text) if
+                      not requirement.startswith("torch"))
+    return SETUP_SH.format(torch=TORCH, index=TORCH_CPU_INDEX, dependencies=quoted, venv=DEFAULT_VENV,
+                           first_uid=JOB_UIDS.start, last_uid=JOB_UIDS.stop - 1)
 
 
 def run_script(unsandboxed=False):
@@ -218,23 +251,6 @@ def main_bundle(out_zip, unsandboxed=False, kit=KIT):
 
 # ---- In the container: grade one submission and write results.json ----
 
-def sandbox_problem():
-    """Why bubblewrap cannot run here (a sentence for the instructor), or None when it works.
-
-    It starts the grader's fork server in its sandbox, and one job in it, as grading will.
-    """
-    from autograder.sandbox import ForkServer, ServerFailed, bubblewrap
-
-    if not bubblewrap():
-        return "bubblewrap (bwrap) is not installed (apt-get install bubblewrap)"
-    try:
-        ForkServer(sandboxed=True).close()
-    except (ServerFailed, OSError) as error:
-        said = " ".join(str(error).split())[-300:]
-        return f"bubblewrap cannot create its sandbox in this container ({said})"
-    return None
-
-
 def _not_graded(message, name="submission", path=""):
     """A result with every rubric test at 0 and ``message`` as what the student reads."""
     from autograder.grade import Result, TestResult
@@ -269,19 +285,57 @@ def _find_file(submission):
 def _number_tests(tests):
     """Number the tests "task.test" in rubric order (Gradescope sorts and labels by number)."""
     order = {task.name: index for index, task in enumerate(rubric.TASKS + (rubric.TIMING,), start=1)}
-    seen = {}
+    seen, numbers = {}, {}
     for test in tests:
         rubric_test = rubric.TEST_BY_ID.get(test["name"])
         if rubric_test is not None and rubric_test.task in order:
             seen[rubric_test.task] = seen.get(rubric_test.task, 0) + 1
-            test["number"] = f"{order[rubric_test.task]}.{seen[rubric_test.task]}"
+            test["number"] = numbers[test["name"]] = f"{order[rubric_test.task]}.{seen[rubric_test.task]}"
+        elif test["name"].endswith(" (details)") and test["name"][:-10] in numbers:
+            test["number"] = numbers[test["name"][:-10]] + ".1"  # right after its test
+
+
+HIDDEN_CASE_LATER = {
+    "after_due_date": "after the due date",
+    "after_published": "once the grades are published",
+    "hidden": "to the instructor only",
+}
+
+
+def _with_visibility(tests):
+    """Each test at its rubric visibility; where its feedback quotes a hidden case and the rubric shows that
+    later than the score, the score's entry says only what failed in general, and a second entry of no points
+    (``<test> (details)``) holds the feedback, at the later visibility."""
+    shown = []
+    for test in tests:
+        rubric_test = rubric.TEST_BY_ID.get(test["name"])
+        visibility = rubric_test.visibility if rubric_test else "visible"
+        details = rubric_test.details if rubric_test else "visible"
+        test["visibility"] = visibility
+        shown.append(test)
+        if test["status"] == "passed" or details == visibility:
+            continue
+        full = test["output"]
+        test["output"] = without_the_case(full, rubric_test,
+                                          f"shown {HIDDEN_CASE_LATER[details]}, in \"{test['name']} (details)\"")
+        shown.append({"name": f"{test['name']} (details)", "score": 0, "max_score": 0, "status": test["status"],
+                      "output": full, "visibility": details})
+    return shown
+
+
+def without_the_case(feedback, rubric_test, when):
+    """A failed test's feedback without the hidden case it quotes: what failed, the likely mistake if named,
+    and ``when`` the case itself is shown."""
+    likely = next((line for line in feedback.splitlines() if line.startswith("Likely mistake:")), "")
+    checks = f" ({rubric_test.checks})" if rubric_test else ""
+    return "\n".join(filter(None, [f"Failed: a hidden case of this test{checks} does not pass.", likely,
+                                    f"Which case, and expected against got, is {when}."]))
 
 
 def to_results(result, graded_file=None, sandboxed=True, warning=""):
     """Gradescope's results.json for ``result``: visibility on each test, and an output that guides the student."""
     results = result.to_gradescope()
-    for test in results["tests"]:
-        test["visibility"] = "visible"
+    results["tests"] = _with_visibility(results["tests"])
     _number_tests(results["tests"])
     lines = []
     if warning:
@@ -296,7 +350,8 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
         else:
             lines.append(f"Score {results['score']:g}/{results['max_score']:g}: every test passes.")
         if sandboxed:
-            lines.append("Your code ran in the grader's sandbox: no network and none of the grader's files.")
+            lines.append("Your code ran in the grader's sandbox: no network and none of the grader's files"
+                         + (f" ({result.sandbox})." if result.sandbox else "."))
     if result.notes:
         if graded_file is not None:
             lines += ["", "Notes on your file:"]
@@ -306,42 +361,59 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
     return results
 
 
-def _grade(submission_dir):
-    """results.json's content for the submission in ``submission_dir``."""
+def grade_upload(submission_dir, secrets=(), platform="Gradescope"):
+    """Grade the file in ``submission_dir`` as a platform does: (Result, the file's path shown, warning, sandboxed).
+
+    ``secrets``: what no job may read beyond the kit (the platform's tests, results, metadata). The
+    sandbox is the strongest the container allows (sandbox.resolve_sandbox); where there is none, the
+    submission is not graded (a Result that says so) unless the instructor set UNSANDBOXED_VARIABLE.
+    """
     from autograder.grade import Grader
+    from autograder.sandbox import SandboxMissing
 
     path, refusal = _find_file(submission_dir)
     if refusal is not None:
-        return to_results(refusal)
+        return refusal, None, "", False
     shown = path.relative_to(submission_dir)
     print(f"Grading {inert_line(str(shown))}")
     try:
         load(path)  # a notebook that is not JSON, a file that is not UTF-8: said before anything starts
     except (LoadError, OSError) as error:
         message = str(error) if isinstance(error, LoadError) else f"{shown}: {error.strerror or error}"
-        return to_results(_not_graded(f"Could not read your file. {message}", path.stem, path))
-    problem = sandbox_problem()
+        return _not_graded(f"Could not read your file. {message}", path.stem, path), None, "", False
     warning = ""
-    if problem:
+    try:
+        grader = Grader(sandbox="required", secrets=secrets)
+    except SandboxMissing as problem:
         print(f"Sandbox: {problem}")
         if os.environ.get(UNSANDBOXED_VARIABLE) != "1":
-            return to_results(_not_graded(
-                "Not graded: the grader's sandbox does not work on this Gradescope autograder, and it never "
-                f"runs a submission without one. {_TELL_INSTRUCTOR}\n(For the instructor: {problem}. Make "
-                f"bubblewrap work in the container, or set {UNSANDBOXED_VARIABLE}=1 in run_autograder to grade "
-                "trusted code without a sandbox; see autograder/gradescope.py.)", path.stem, path))
-        warning = ("WARNING: graded WITHOUT the sandbox (the instructor set "
-                   f"{UNSANDBOXED_VARIABLE}=1 because bubblewrap cannot run here).")
+            return _not_graded(
+                f"Not graded: the grader's sandbox does not work on this {platform} autograder, and it never "
+                f"runs a submission without one. {_TELL_INSTRUCTOR}\n(For the instructor: {problem} Or set "
+                f"{UNSANDBOXED_VARIABLE}=1 to grade trusted code without a sandbox; see autograder/gradescope.py.)",
+                path.stem, path), None, "", False
+        warning = (f"WARNING: graded WITHOUT the sandbox (the instructor set {UNSANDBOXED_VARIABLE}=1 because no "
+                   "sandbox can run here).")
         print(warning)
-    else:
-        print("Sandbox: bubblewrap works")
-    grader = Grader(sandbox="off" if problem else "required")
+        grader = Grader(sandbox="off")
     try:
+        print(f"Sandbox: {grader.tier}")
         result = grader.grade(path)
     finally:
         grader.close()
     print(f"Score: {result.score:g}/{result.max_score:g}")
-    return to_results(result, shown, sandboxed=not problem, warning=warning)
+    return result, shown, warning, not warning
+
+
+def secrets_of(root):
+    """What of a Gradescope tree no job may read: the kit's source, the upload's metadata, the results."""
+    return [root / "source", root / "results", root / "submission_metadata.json"]
+
+
+def _grade(root):
+    """results.json's content for the submission in ``ROOT/submission``."""
+    result, shown, warning, sandboxed = grade_upload(root / "submission", secrets_of(root))
+    return to_results(result, shown, sandboxed=sandboxed, warning=warning)
 
 
 def _crashed():
@@ -357,7 +429,7 @@ def run(root=None):
     started = time.monotonic()
     print(f"Kit: {Path(__file__).resolve().parent}")
     try:
-        results = _grade(root / "submission")
+        results = _grade(root)
         json.dumps(results, allow_nan=False)  # a NaN score would make the file unreadable: the grader's fault
     except Exception:
         traceback.print_exc(file=sys.stdout)  # for the instructor's log (hidden from students: see _crashed)

@@ -27,6 +27,11 @@ class Test:
     # with a known mistake that explains its whole output (charged there, once). Raising ValueError for
     # everything is not a working function.
     needs: str = ""
+    # On a platform that shows results by date (Gradescope's ``visibility``: "visible", "after_due_date",
+    # "after_published", "hidden"): when the student sees the test's score and what it checks, and when the
+    # feedback that quotes a hidden case (its call, expected against got). See autograder/gradescope.py.
+    visibility: str = "visible"
+    details: str = "after_due_date"
 
 
 TASKS = (
@@ -65,10 +70,11 @@ TESTS = (
     Test("biased_scores_scale", "biased_scores", 2, "the default and an explicit scale, never applied to the bias"),
     Test("biased_scores_broadcast", "biased_scores", 1, "bias of shape (1, H, Lq, Lk), (Lq, Lk) and (B, 1, 1, Lk)"),
     # The timing tier (autograder/timing.py): the score path against the reference, once it is correct.
+    # Their feedback (ratios, loops found) quotes no hidden case: shown at once.
     Test("shaw_speed", "timing", 8, "shaw_scores (with its helper) timed against the reference: no loop over "
-                                    "positions, time and memory within the rubric's bands"),
+                                    "positions, time and memory within the rubric's bands", details="visible"),
     Test("t5_speed", "timing", 7, "biased_scores(q, k, t5_bias(...)) timed against the reference: no loop over "
-                                  "positions, time and memory within the rubric's bands"),
+                                  "positions, time and memory within the rubric's bands", details="visible"),
 )
 
 # The hidden cases are drawn from this seed: the same seed, the same cases.
@@ -142,6 +148,9 @@ TIMING_MEMORY_SCORES = 24
 # Without a GPU: "cpu" times the path on the CPU at the CPU sizes; "give" skips the tier and gives its
 # points; "withhold" skips it and gives none. The feedback says which happened, and on what device.
 TIMING_WITHOUT_GPU = "cpu"
+# Where the grader has less than a whole CPU and cannot time by CPU time (see timing.timing_clock): "give" or
+# "withhold" the tier's points, and say so. Noise of the machine is never charged to the student.
+TIMING_UNRELIABLE_CLOCK = "give"
 
 TASK_NAMES = tuple(task.name for task in TASKS)  # the correctness tasks, each with its hidden cases
 TASK_BY_NAME = {task.name: task for task in TASKS + (TIMING,)}
@@ -158,6 +167,11 @@ def task_points(task_name):
     return sum(test.points for test in tests_of(task_name))
 
 
+VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")  # from most to least shown
+for _test in TESTS:
+    assert _test.visibility in VISIBILITIES and _test.details in VISIBILITIES, _test.id
+    # the details never show before the score does
+    assert VISIBILITIES.index(_test.details) >= VISIBILITIES.index(_test.visibility), _test.id
 for _test in TESTS:  # a test's ``needs`` is scored before it, in its own task
     assert not _test.needs or (TEST_BY_ID[_test.needs].task == _test.task
                                and TESTS.index(TEST_BY_ID[_test.needs]) < TESTS.index(_test)), _test.id

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, protocol, rubric  # nothing here imports torch: the server starts before it
+from autograder import cgroups, protocol, rubric, users as _users  # nothing here imports torch: the server starts before it
 from autograder.inert import inert
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -52,7 +52,7 @@ class Limits:
     processes: int = rubric.JOB_PROCESSES
     cpus: float = rubric.JOB_CPUS
     scratch_bytes: int = rubric.SCRATCH_BYTES
-    sandboxed: bool = True  # run the worker inside bubblewrap (see resolve_sandbox)
+    sandboxed: object = True  # the sandbox tier (see resolve_sandbox); True is bubblewrap, False none
     # Without a control group per job: limit the job's processes with RLIMIT_NPROC instead, which the kernel
     # counts per user and user namespace (each job has its own) and does not apply to root at all.
     processes_by_rlimit: bool = False
@@ -110,7 +110,25 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so
 
 
 class SandboxMissing(RuntimeError):
-    """bubblewrap is not installed, and the caller did not allow grading without it."""
+    """No sandbox can run here, and the caller did not allow grading without one."""
+
+
+# The sandbox tiers, strongest first (docs/THREAT_MODEL.md says what each one holds):
+BUBBLEWRAP = "bubblewrap"  # tiers A and B: namespaces (with or without a control group per job)
+JOB_USERS = "job users"  # tier C: an unprivileged user per job, seccomp, rlimits (see autograder/users.py)
+NO_SANDBOX = "off"  # tier D: trusted code only, when the instructor says so
+TIERS = (BUBBLEWRAP, JOB_USERS, NO_SANDBOX)
+
+
+def tier_of(sandboxed):
+    """The tier named by ``sandboxed``: a tier's name, or True (bubblewrap) or False (none)."""
+    if sandboxed is True:
+        return BUBBLEWRAP
+    if sandboxed is False or sandboxed is None:
+        return NO_SANDBOX
+    if sandboxed not in TIERS:
+        raise ValueError(f"unknown sandbox tier {sandboxed!r}: one of {', '.join(TIERS)}")
+    return sandboxed
 
 
 def bubblewrap():
@@ -118,20 +136,60 @@ def bubblewrap():
     return shutil.which("bwrap")
 
 
+_BUBBLEWRAP_PROBLEM = {}
+
+
+def bubblewrap_problem():
+    """Why bubblewrap cannot make its sandbox here (a sentence), or None; tried once per process.
+
+    Inside a container under Docker's default seccomp profile the kernel refuses it new namespaces.
+    """
+    if "said" not in _BUBBLEWRAP_PROBLEM:
+        if not bubblewrap():
+            said = "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+        else:
+            try:
+                tried = subprocess.run([bubblewrap(), "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                                        "--proc", "/proc", "--dev", "/dev", "true"], capture_output=True, text=True,
+                                       timeout=30)
+                said = None if tried.returncode == 0 else \
+                    f"bubblewrap cannot make its namespaces here ({' '.join(tried.stderr.split())[-200:]})"
+            except (OSError, subprocess.TimeoutExpired) as error:
+                said = f"bubblewrap does not start ({error})"
+        _BUBBLEWRAP_PROBLEM["said"] = said
+    return _BUBBLEWRAP_PROBLEM["said"]
+
+
 def resolve_sandbox(choice):
-    """"required", "auto" or "off" -> whether to sandbox; raises SandboxMissing for "required" without bwrap."""
-    if choice == "off":
-        return False
-    if bubblewrap():
-        return True
-    if choice == "required":
+    """The tier to grade in, for ``choice``: "required", "auto", "off", or a tier's name (that one or nothing).
+
+    "required" and "auto" take the strongest tier the machine allows: bubblewrap where it can make its
+    namespaces, else a user per job (tier C) where the grader is root with libseccomp; "required" raises
+    SandboxMissing where neither can run, "auto" warns and grades without a sandbox.
+    """
+    if choice in ("off", NO_SANDBOX, False):
+        return NO_SANDBOX
+    if choice not in ("required", "auto", BUBBLEWRAP, JOB_USERS):
+        raise ValueError(f"unknown sandbox choice {choice!r}")
+    no_bubblewrap = bubblewrap_problem() if choice != JOB_USERS else "not asked for"
+    if no_bubblewrap is None:
+        return BUBBLEWRAP
+    no_users = _users.problem() if choice != BUBBLEWRAP else "not asked for"
+    if no_users is None:
+        if choice != JOB_USERS:
+            print(f"NOTE: {no_bubblewrap}. Each job runs instead as an unprivileged user of its own, under a "
+                  "seccomp filter and per-process limits (tier C; docs/THREAT_MODEL.md says what it holds).",
+                  file=sys.stderr)
+        return JOB_USERS
+    why = f"{no_bubblewrap}; and no user per job either: {no_users}"
+    if choice != "auto":
         raise SandboxMissing(
-            "bubblewrap (bwrap) is not installed, so student code cannot be sandboxed. Install it "
-            "(Debian/Ubuntu: apt-get install bubblewrap), or grade WITHOUT a sandbox, trusting the code, "
-            "with --unsandboxed.")
-    print("WARNING: bubblewrap (bwrap) is not installed: the code runs WITHOUT a sandbox, able to read and "
-          "write whatever this user can.", file=sys.stderr)
-    return False
+            f"Student code cannot be sandboxed here: {why}. Install bubblewrap (Debian/Ubuntu: apt-get install "
+            "bubblewrap) where it can make namespaces, or grade as root with pyseccomp installed; or grade "
+            "WITHOUT a sandbox, trusting the code, with --unsandboxed.")
+    print(f"WARNING: {why}: the code runs WITHOUT a sandbox, able to read and write whatever this user can.",
+          file=sys.stderr)
+    return NO_SANDBOX
 
 
 def sandbox_options(scratch_bytes=rubric.SCRATCH_BYTES):
@@ -169,9 +227,12 @@ READ_ONLY_ROOT = ["--remount-ro", "/dev", "--remount-ro", "/"]
 
 
 def server_command(control_fd, sandboxed=True, isolate=True, scratch_bytes=rubric.SCRATCH_BYTES):
-    """The command line of the worker's fork server (inside bubblewrap when ``sandboxed``)."""
-    arguments = ["--zygote", str(control_fd)] + (["--isolate"] if isolate else [])
-    if not sandboxed:
+    """The command line of the worker's fork server (inside bubblewrap when ``sandboxed`` is that tier)."""
+    tier = tier_of(sandboxed)
+    arguments = ["--zygote", str(control_fd)] + (["--isolate"] if isolate and tier == BUBBLEWRAP else [])
+    if tier == JOB_USERS:
+        return [sys.executable, "-I", str(WORKER), *arguments, "--users"]
+    if tier == NO_SANDBOX:
         return [sys.executable, "-I", str(WORKER), *arguments]
     command, readable = sandbox_options(scratch_bytes)
     command += ["--ro-bind", str(WORKER), SANDBOX_WORKER, "--chdir", SANDBOX_WORK]
@@ -187,6 +248,7 @@ def server_command(control_fd, sandboxed=True, isolate=True, scratch_bytes=rubri
 
 def child_environment(sandboxed=True):
     """What the worker gets as its environment: nothing of the grader's beyond PATH (and CUDA's)."""
+    sandboxed = tier_of(sandboxed) == BUBBLEWRAP  # a job user's HOME and TMPDIR come with its request
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": SANDBOX_WORK if sandboxed else tempfile.gettempdir(),
@@ -296,16 +358,20 @@ class ForkServer:
     START_SECONDS = 120.0  # start bubblewrap and import torch, on a loaded machine
     STOP_SECONDS = 10.0
 
-    def __init__(self, sandboxed=True, isolate=None, groups=None, ready=True):
+    def __init__(self, sandboxed=True, isolate=None, groups=None, ready=True, users=None):
         """``groups``: a cgroups.Tree, to put each job in a control group of its own (see ``spawn``).
 
         ``ready=False`` returns as soon as the server's process is started: it imports torch meanwhile, and
         the first ``spawn`` (or ``ready()``) waits for it. The command line starts it this way before the
         grader's own imports, so that the two import torch side by side.
         """
-        self.sandboxed = sandboxed
-        self.isolate = sandboxed if isolate is None else isolate
+        self.tier = tier_of(sandboxed)
+        self.sandboxed = self.tier == BUBBLEWRAP  # inside bubblewrap
+        self.isolate = self.sandboxed if isolate is None else isolate and self.sandboxed
         self.groups = groups
+        # Tier C: each job runs as a user of its own, from this pool (shared with the servers made for it)
+        self.users = users if users is not None or self.tier != JOB_USERS else _users.UserPool()
+        self._own_users = users is None and self.users is not None
         self._lock = threading.Lock()
         self._ready = threading.Lock()
         self.process = self.control = None
@@ -349,8 +415,8 @@ class ForkServer:
         self.log = tempfile.TemporaryFile()
         try:
             self.process = subprocess.Popen(
-                server_command(child_end.fileno(), self.sandboxed, self.isolate), stdin=subprocess.DEVNULL,
-                stdout=self.log, stderr=self.log, env=child_environment(self.sandboxed),
+                server_command(child_end.fileno(), self.tier, self.isolate), stdin=subprocess.DEVNULL,
+                stdout=self.log, stderr=self.log, env=child_environment(self.tier),
                 cwd=tempfile.gettempdir(), pass_fds=(child_end.fileno(),), start_new_session=True)
         finally:
             child_end.close()
@@ -365,6 +431,9 @@ class ForkServer:
                 kill(self.process)
                 self.log.close()
                 self.process = None
+            if self._own_users:
+                self.users.close()
+                self._own_users = False
 
     def spawn(self, request, stdout=None, stderr=None, limits=None):
         """Start a job (``request``: mode, workdir, environment, traceable); returns its Job.
@@ -375,7 +444,7 @@ class ForkServer:
         """
         self.ready()
         if not self.shared:
-            server = ForkServer(self.sandboxed, isolate=False, groups=self.groups)
+            server = ForkServer(self.tier, isolate=False, groups=self.groups, users=self.users)
             try:
                 job = server._spawn(request, stdout, stderr)
             except BaseException:
@@ -393,14 +462,24 @@ class ForkServer:
         return job
 
     def _spawn(self, request, stdout, stderr):
+        user = None
+        if self.users is not None:  # tier C: the job's own user, its own folder as HOME and TMPDIR
+            try:
+                user = self.users.acquire()
+            except (_users.PoolFailed, OSError) as error:
+                raise ServerFailed(f"no user for the job ({error})") from None
+            name = f"autograder-job-{user.uid}"
+            request = dict(request, uid=user.uid, gid=user.gid, workdir=user.folder,
+                           environment={**request.get("environment", {}), "HOME": user.folder, "TMPDIR": user.folder,
+                                        "USER": name, "LOGNAME": name})
+        elif not self.sandboxed and not request.get("workdir"):
+            request = dict(request, workdir=tempfile.gettempdir())
         lifeline, lifeline_child = socket.socketpair()
         job_in, to_job = os.pipe()
         from_job, job_out = os.pipe()
         null = None
         if stdout is None or stderr is None:
             null = os.open(os.devnull, os.O_WRONLY)
-        if not self.sandboxed and not request.get("workdir"):
-            request = dict(request, workdir=tempfile.gettempdir())
         sent = [lifeline_child.fileno(), job_in, job_out, stdout if stdout is not None else null,
                 stderr if stderr is not None else null]
         try:
@@ -417,10 +496,14 @@ class ForkServer:
                             raise ServerFailed("the fork server does not take requests"
                                                + (f"; it said: {said}" if said else "")) from None
                         self.process.kill()
+        except BaseException:
+            if user is not None:
+                self.users.release(user)
+            raise
         finally:
             for fd in (lifeline_child.detach(), job_in, job_out) + ((null,) if null is not None else ()):
                 os.close(fd)
-        job = Job(self, lifeline, to_job, from_job)
+        job = Job(self, lifeline, to_job, from_job, user)
         reply = job.read_line(time.monotonic() + self.START_SECONDS)
         if reply is None or "pid" not in reply:
             problem = (reply or {}).get("failed") or "no reply"
@@ -442,8 +525,9 @@ class ForkServer:
 class Job:
     """One job of a ForkServer: its input and output pipes, and its lifeline to the job's keeper."""
 
-    def __init__(self, server, lifeline, to_job, from_job):
+    def __init__(self, server, lifeline, to_job, from_job, user=None):
         self.server, self.lifeline, self.input, self.output = server, lifeline, to_job, from_job
+        self.user = user  # tier C: the job's user (a users.JobUser), given back when the job has ended
         self.pid, self.exit_code, self.own_server, self.writer, self.group = None, None, None, None, None
         self.ended, self.failure = False, ""
         self._lines = b""
@@ -515,7 +599,8 @@ class Job:
         """The runner's process id on this machine (for its memory figures in /proc), or None."""
         if self._host_pid is None:
             first = self._first_host_pid()
-            self._host_pid = self._runner_host_pid(first) if first is not None else None
+            if first is not None:  # the runner is forked at once; on a slow machine it may take a moment
+                self._host_pid = self._runner_host_pid(first, wait_seconds=ForkServer.START_SECONDS)
         return self._host_pid
 
     def attach(self, group):
@@ -561,10 +646,25 @@ class Job:
         self.lifeline.close()
         if self.group is not None:  # whatever of the job is left (nothing, with its PID namespace gone)
             self.group.close()
+        if self.user is not None:  # its processes killed again, its files removed, its id free for another
+            self.server.users.release(self.user)
+            self.user = None
         if self.own_server is not None:
             self.own_server.close()
             self.own_server = None
         return self.exit_code
+
+    def processes(self):
+        """The job's live processes, by their ids on this machine, as far as the grader can see them.
+
+        Its control group's, else (tier C) its user's, wherever they went; else the runner and what is below it.
+        """
+        if self.group is not None:
+            return set(self.group.processes())
+        if self.user is not None:
+            return set(_users.processes_of(self.user.uid))
+        runner = self.host_pid
+        return {runner, *_descendants(runner)} if runner is not None else set()
 
 
 class TooMuch(ValueError):
@@ -705,7 +805,7 @@ def run_submission(submission, plan, task_names, limits=None, server=None):
     """Run every task of ``task_names`` for ``submission``; never raises for anything the submission does."""
     limits = limits or Limits()
     own = server is None
-    server = server or ForkServer(limits.sandboxed)
+    server = server or ForkServer(tier_of(limits.sandboxed))
     outcome = RunOutcome()
     deadline = time.monotonic() + limits.wall_seconds
     remaining = list(task_names)

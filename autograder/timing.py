@@ -88,6 +88,15 @@ class ServeChild:
         return self.job.host_pid
 
     watch_background = False  # set for a student's job once its timing starts (see ``background``)
+    clock = "wall"  # or "cpu": each call timed by the runner's CPU time (see ``timing_clock``)
+
+    def cpu_seconds(self):
+        """The CPU time of the runner, all its threads (those that ended included), read from outside it."""
+        pid = self.worker_pid
+        try:
+            return time.clock_gettime_ns(((~pid) << 3) | 2) / 1e9  # the process's CPU clock (CPUCLOCK_SCHED)
+        except (OSError, TypeError) as error:
+            raise ChildFailed(f"its process is gone ({error})") from None
 
     def request(self, command, timeout):
         """Send one command and return (reply, seconds from send to reply) by the grader's clock.
@@ -102,6 +111,7 @@ class ServeChild:
                                   "your function alone, so leave no thread working and start no process, in the "
                                   "score path or at import")
         started = time.perf_counter()
+        cpu_before = self.cpu_seconds() if self.clock == "cpu" else None
         try:
             os.write(self._commands, (json.dumps(command) + "\n").encode())
         except OSError:
@@ -120,6 +130,8 @@ class ServeChild:
                     raise ChildFailed(self._gone())
                 self._buffer += chunk
         elapsed = time.perf_counter() - started
+        if cpu_before is not None:
+            elapsed = self.cpu_seconds() - cpu_before
         if self.watch_background:
             self.mark_background()  # what its threads did while it worked on the command is the command's
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -396,6 +408,71 @@ def fraction_for(ratio):
     return 0.0
 
 
+def cpu_allowance():
+    """How many CPUs' worth of time this process may use: its affinity, and the tightest CPU quota of its
+    control group and those above it (cgroup v2's cpu.max, v1's cpu.cfs_quota_us). Docker's ``--cpus 0.5``
+    is such a quota; Gradescope's default container has half a CPU."""
+    allowance = float(len(os.sched_getaffinity(0)))
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return allowance
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            roots, files = [Path("/sys/fs/cgroup")], ("cpu.max",)
+        elif "cpu" in controllers.split(","):
+            roots = [Path("/sys/fs/cgroup") / name for name in ("cpu", "cpu,cpuacct", "cpuacct,cpu")]
+            files = ("cpu.cfs_quota_us", "cpu.cfs_period_us")
+        else:
+            continue
+        for root in roots:
+            folder = root / path.lstrip("/")
+            while True:
+                allowance = min(allowance, _quota(folder, files))
+                if folder == root or folder.parent == folder:
+                    break
+                folder = folder.parent
+    return allowance
+
+
+def _quota(folder, files):
+    """The CPU quota of one cgroup folder, in CPUs (infinity where there is none or it cannot be read)."""
+    try:
+        if files == ("cpu.max",):
+            quota, period = (folder / "cpu.max").read_text().split()
+        else:
+            quota, period = ((folder / name).read_text().strip() for name in files)
+        if quota in ("max", "-1"):
+            return float("inf")
+        return int(quota) / int(period)
+    except (OSError, ValueError):
+        return float("inf")
+
+
+def timing_clock(tier, allowance=None):
+    """("wall" or "cpu", a line for the feedback or "") to time with; or (None, why) to skip the tier.
+
+    The wall clock, from the grader's side, wherever the machine gives the grader a whole CPU or more. Below
+    that (a container limited to part of a CPU), a call can be stopped for most of a period by the quota, and
+    the wall clock counts the wait: the calls are timed instead by the runner's CPU time, which the quota
+    does not stretch. That clock counts all of a job's work only where the job cannot start another
+    process, which the job users' filter ensures for a timing job (tier C); elsewhere the tier is skipped
+    by the rubric's rule for a machine without a reliable clock (rubric.TIMING_UNRELIABLE_CLOCK).
+    """
+    from autograder.sandbox import JOB_USERS
+
+    allowance = cpu_allowance() if allowance is None else allowance
+    if allowance >= 1:
+        return "wall", ""
+    share = f"{allowance:g} CPU"
+    if tier == JOB_USERS:
+        return "cpu", (f"Timed by CPU time: this machine gives the grader {share}, so a call's wall-clock time "
+                       "would include the waits its CPU quota imposes. The student's and the reference's calls "
+                       "are both timed by their own CPU time, read by the grader from outside the job.")
+    return None, f"this machine gives the grader {share}, too little for a reliable clock"
+
+
 def timing_device(mode):
     """("cuda" or "cpu", None) to time on that device, or (None, why) when the tier is skipped."""
     if torch.cuda.is_available():
@@ -448,6 +525,11 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
     the moment the student's code is loaded until its job has ended, the machine is this tier's alone.
     """
     device, skipped = timing_device(mode)
+    clock, clock_note = "wall", ""
+    if device == "cpu" and not skipped:
+        clock, clock_note = timing_clock(server.tier)
+        if clock is None:
+            skipped, mode = clock_note, rubric.TIMING_UNRELIABLE_CLOCK
     graded, timed = [], []
     for path in rubric.TIMED_PATHS:
         test = rubric.TEST_BY_ID[path.test]
@@ -471,7 +553,8 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
         lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
         if skipped:
             given = mode == "give"
-            lines.insert(0, f"Not timed: {skipped}; its points are {'given' if given else 'withheld'}.")
+            lines.insert(0, f"Not timed: {skipped}; the rubric says {mode!r} there, so its points are "
+                            f"{'given' if given else 'withheld'}.")
             graded.append((test, 1.0 if given else 0.0, lines))
             continue
         graded.append(None)
@@ -483,7 +566,11 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
                 for at, path, test, lines in timed:
                     if student is None or not student.alive:
                         student = ServeChild(server, submission.chunks, submission.path.name, limits)
-                    fraction, summary = _time_path(path, device, student, references.get(), lines)
+                    reference = references.get()
+                    student.clock = reference.clock = clock
+                    if clock_note:
+                        lines.append(clock_note)
+                    fraction, summary = _time_path(path, device, student, reference, lines)
                     graded[at] = (test, fraction, [summary] + lines)
             finally:
                 if student is not None:

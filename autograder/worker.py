@@ -1,7 +1,7 @@
 """The code that runs beside a student's submission, in its own process.
 
-Run as ``python worker.py --zygote FD [--isolate]``: a fork server (its
-comment, below, says how jobs are kept apart). It imports nothing of the
+Run as ``python worker.py --zygote FD [--isolate | --users]``: a fork server
+(its comment, below, says how jobs are kept apart). It imports nothing of the
 grader, so it runs where the grader's files are out of reach, and it imports
 torch once for every job it forks. A job reads from its input pipe, in frames:
 
@@ -33,6 +33,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 import traceback
 import types
 
@@ -499,13 +500,22 @@ def _serve_job(job_in, job_out):
 #
 # The server itself runs inside bubblewrap (see sandbox.py); --isolate keeps the jobs that share
 # it apart from each other.
+#
+# With --users instead (where no namespace can be made: a container under Docker's default seccomp
+# profile), the server runs as root outside any sandbox, and each request names a user of its own
+# for the job (the grader keeps a pool of them, see autograder/users.py). The runner becomes that
+# user for good (no groups, no capabilities, no new privileges from setuid programs), then installs
+# a seccomp filter that refuses what a grading job never needs (sockets other than Unix ones,
+# ptrace, namespaces, mounts, keyrings, BPF, System V IPC...), and only then runs the code. The
+# keeper is a subreaper: when the runner ends, it kills every process of the job's user, wherever
+# it went, and reaps them, before it reports the exit status.
 
 _libc_handle = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 0x1, 0x2, 0x4, 0x20, 0x1000
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 1, 4, 38, 36
 
 
 def _check(result, what):
@@ -566,6 +576,127 @@ def _drop_capabilities():
     _check(_libc_handle.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "drop capabilities")
 
 
+def _become(uid, gid):
+    """In the runner (root until now): the job's own user and group, for good, and nothing else."""
+    with open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write("1000")  # out of memory, the kernel ends a job before the grader
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)  # the capabilities go with root; the process is no longer dumpable
+    _check(_libc_handle.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
+    _check(_libc_handle.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent death signal")
+    if os.getresuid() != (uid,) * 3 or os.getresgid() != (gid,) * 3 or os.getgroups():
+        raise OSError(f"could not become user {uid} alone")
+    try:
+        os.setresuid(0, 0, 0)
+    except PermissionError:
+        return
+    raise OSError("the job's user could become root again")
+
+
+# What the seccomp filter refuses (with EPERM), beyond sockets of other families than AF_UNIX, clone
+# with a namespace flag, the TIOCSTI ioctl and prctl(PR_SET_DUMPABLE): calls that a job needs
+# no more than to read its inputs, compute and write its outputs.
+REFUSED_CALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsmount", "fsconfig",
+    "move_mount", "open_tree", "fspick", "mount_setattr",
+    "bpf", "perf_event_open", "userfaultfd", "fanotify_init", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "keyctl", "add_key", "request_key",
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
+    "swapon", "swapoff", "acct", "quotactl", "syslog", "open_by_handle_at", "name_to_handle_at",
+    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid", "setfsgid",
+    "capset", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "vhangup", "mknod", "mknodat",
+    "iopl", "ioperm", "lookup_dcookie", "uselib", "personality",
+    "shmget", "semget", "msgget", "mq_open",  # what these make outlives the job's processes
+)
+_AF_UNIX, _TIOCSTI, _CLONE_THREAD = 1, 0x5412, 0x00010000
+_NAMESPACE_FLAGS = (_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET,
+                    0x02000000, 0x00000080)  # CLONE_NEWCGROUP, CLONE_NEWTIME
+_SECCOMP = None  # libseccomp's binding, imported by the server before any job (see zygote)
+
+
+def _seccomp_binding():
+    """libseccomp's Python binding: Debian's python3-seccomp (``seccomp``), else ``pyseccomp`` from PyPI."""
+    try:
+        import seccomp
+    except ImportError:
+        import pyseccomp as seccomp
+    return seccomp
+
+
+def _filter_system_calls(processes=True):
+    """In the runner, as the job's user: load the seccomp filter (see REFUSED_CALLS); raises if it cannot.
+
+    Without ``processes`` (a timing job) it refuses new processes too, threads apart: all the job's work is
+    then done in the runner's own threads, where the grader's CPU clock of the runner counts it.
+    """
+    import errno
+
+    seccomp = _SECCOMP
+    refuse = seccomp.ERRNO(errno.EPERM)
+    rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)  # calls of another architecture: the process dies
+    for name in REFUSED_CALLS:
+        rules.add_rule(refuse, name)
+    for name in ("socket", "socketpair"):
+        rules.add_rule(refuse, name, seccomp.Arg(0, seccomp.NE, _AF_UNIX))
+    for flag in _NAMESPACE_FLAGS:
+        rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")  # its flags are out of a filter's reach: libc falls back
+    rules.add_rule(refuse, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCSTI))
+    rules.add_rule(refuse, "prctl", seccomp.Arg(0, seccomp.EQ, _PR_SET_DUMPABLE))
+    if not processes:
+        for name in ("fork", "vfork"):
+            rules.add_rule(refuse, name)
+        rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD, 0))
+    rules.load()
+
+
+def _end_user(uid):
+    """In the keeper: kill every process of user ``uid`` and reap the ones that came back here; whether none is left.
+
+    A process of that user is forked to signal them all at once (kill(-1) from it reaches its own user's
+    processes only, and spares itself), until /proc shows none alive.
+    """
+    for _ in range(200):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setresuid(uid, uid, uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        while True:  # orphans of the job, reparented to this subreaper
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        if not processes_of(uid):
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def processes_of(uid):
+    """The ids of the live (not zombie) processes whose real user is ``uid``, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as handle:
+                status = handle.read()
+        except OSError:
+            continue
+        fields = dict(line.split(b":", 1) for line in status.splitlines() if b":" in line)
+        if int(fields.get(b"Uid", b"-1 ").split()[0]) == uid and fields.get(b"State", b"").split()[:1] not in \
+                ([b"Z"], [b"X"]):
+            found.append(int(entry))
+    return found
+
+
 def _runner(request, fds, isolate):
     """The runner: the job's code, and the student's. Never returns."""
     code = 0
@@ -574,7 +705,9 @@ def _runner(request, fds, isolate):
             _drop_capabilities()
         else:
             os.setsid()
-        if not request.get("traceable"):
+        if "uid" in request:
+            _become(request["uid"], request["gid"])  # not dumpable from here on: its /proc is root's
+        elif not request.get("traceable"):
             _libc_handle.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
         os.chdir(request.get("workdir") or "/work")
         null = os.open(os.devnull, os.O_RDONLY)
@@ -586,6 +719,8 @@ def _runner(request, fds, isolate):
             os.closerange(low + 1, high)
         for name, value in request.get("environment", {}).items():
             os.environ[name] = value
+        if "uid" in request:
+            _filter_system_calls(processes=request["mode"] != "serve")  # the last step before any of its code
         if request["mode"] == "grade":
             _grade_job(fds["in"], fds["out"])
         elif request["mode"] == "serve":
@@ -640,8 +775,13 @@ def _keeper(request, received, isolate, keep):
     lifeline = socket.socket(fileno=received[0])
     fds = {"in": received[1], "out": received[2], "stdout": received[3], "stderr": received[4]}
     try:
+        if _SECCOMP is not None and not (isinstance(request.get("uid"), int) and request["uid"] >= 1000
+                                         and isinstance(request.get("gid"), int) and request["gid"] >= 1000):
+            raise ValueError("a job of a --users server must name its own unprivileged user")
         if isolate:
             _enter_namespaces()
+        if "uid" in request:  # no PID namespace: what the job leaves running comes back here, to be ended
+            _check(_libc_handle.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "become a subreaper")
         alive_read, alive_write = os.pipe()
         status_read, status_write = os.pipe()
         pid = os.fork()
@@ -668,6 +808,8 @@ def _keeper(request, received, isolate, keep):
                 break
         os.waitpid(pid, 0)
         report = os.read(status_read, 4096) or json.dumps({"exit": -signal.SIGKILL}).encode()
+        if "uid" in request and not _end_user(request["uid"]):
+            report = json.dumps({"failed": f"processes of the job's user {request['uid']} outlived it"}).encode()
         try:
             lifeline.sendall(report + b"\n")
         except OSError:
@@ -680,8 +822,11 @@ def _keeper(request, received, isolate, keep):
             os._exit(71)
 
 
-def zygote(control_fd, isolate, keep=()):
+def zygote(control_fd, isolate, keep=(), users=False):
     """Serve fork requests until the grader closes the socket."""
+    global _SECCOMP
+    if users:
+        _SECCOMP = _seccomp_binding()  # before any job: a job cannot choose what it loads
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     while True:
@@ -711,4 +856,4 @@ def zygote(control_fd, isolate, keep=()):
 
 if __name__ == "__main__":
     zygote(int(sys.argv[sys.argv.index("--zygote") + 1]), "--isolate" in sys.argv,
-           [sys.argv[at + 1] for at, word in enumerate(sys.argv) if word == "--keep"])
+           [sys.argv[at + 1] for at, word in enumerate(sys.argv) if word == "--keep"], "--users" in sys.argv)

@@ -29,6 +29,9 @@ class Attack:
     # Attacks that can tell whether they got through say ESCAPED in what they raise or print; the word must
     # appear in no feedback. (Each keeps its report short and raises it from every function it defines.)
     grouped_only: bool = False  # held only where each job has a control group of its own (root, cgroups)
+    # held only where each job's private folders are mounts of a fixed size (bubblewrap): where jobs run as
+    # users of their own instead (tier C), what a job writes is removed when it ends, but not bounded meanwhile
+    private_folders_only: bool = False
 
 
 def _every_function_is(fake):
@@ -278,7 +281,7 @@ _REPORT = ("ESCAPED: " if _written > 3 * {rubric.SCRATCH_BYTES} else "contained:
 
 def _fake(*args, **kwargs):
     raise RuntimeError(_REPORT)
-''' + _every_function_is("_fake"), sandboxed_only=True),
+''' + _every_function_is("_fake"), sandboxed_only=True, private_folders_only=True),
         # Invariant 5: more processes than a job may hold (a fork bomb, stopped at 200 so that it harms nothing).
         Attack("many_processes", f'''
 import os as _os
@@ -351,6 +354,103 @@ _REPORT = ("ESCAPED: " if _held >= {MEMFD_BYTES} else "contained: ") + f"{{_held
 def _fake(*args, **kwargs):
     raise RuntimeError(_REPORT)
 ''' + _every_function_is("_fake"), grouped_only=True),
+        # Round three: where jobs run as users of their own (tier C), the doors between users. Each says
+        # ESCAPED if it opened one; run only in a sandbox (unsandboxed, as root, every door is open).
+        # Back to root: the set*id calls, then a look at what the process may do.
+        Attack("becomes_root_again", '''
+import os as _os
+_said = []
+for _call in (lambda: _os.setuid(0), lambda: _os.setresuid(0, 0, 0), lambda: _os.setgid(0),
+              lambda: _os.setgroups([0])):
+    try:
+        _call()
+        _said.append("a set*id call worked")
+    except OSError:
+        pass
+with open("/proc/self/status") as _status:
+    _caps = [line.split()[1] for line in _status if line.startswith("CapEff:")][0]
+if int(_caps, 16):
+    _said.append("capabilities " + _caps)
+_REPORT = ("ESCAPED: " + ", ".join(_said)) if _said else "contained: no way back to root"
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_REPORT)
+''' + _every_function_is("_fake"), sandboxed_only=True),
+        # The grader's memory (the expected outputs are there): /proc of every process of another user, and
+        # ptrace, and a signal's permission check (signal 0 sends nothing).
+        Attack("reads_the_grader_s_memory", '''
+import ctypes as _ctypes, os as _os
+_libc = _ctypes.CDLL(None, use_errno=True)
+_said = []
+for _entry in _os.listdir("/proc"):
+    if not _entry.isdigit():
+        continue
+    try:
+        _owner = _os.stat("/proc/" + _entry).st_uid
+        with open("/proc/" + _entry + "/status") as _status:
+            _real = int([line.split()[1] for line in _status if line.startswith("Uid:")][0])
+    except (OSError, IndexError):
+        continue
+    if _real == _os.getuid():
+        continue  # its own processes: fair game
+    for _name in ("mem", "environ", "maps"):
+        try:
+            with open("/proc/" + _entry + "/" + _name, "rb") as _handle:
+                if _handle.read(64):
+                    _said.append(_entry + "/" + _name)
+        except OSError:
+            pass
+    if _libc.ptrace(16, int(_entry), 0, 0) == 0:  # PTRACE_ATTACH
+        _said.append("ptrace " + _entry)
+        _libc.ptrace(17, int(_entry), 0, 0)
+    try:
+        _os.kill(int(_entry), 0)
+        _said.append("may signal " + _entry)
+    except OSError:
+        pass
+_REPORT = ("ESCAPED: " + ", ".join(_said[:5])) if _said else "contained: no other user's process reachable"
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_REPORT)
+''' + _every_function_is("_fake"), sandboxed_only=True),
+        # A results file of its own where the platforms read theirs, before the grader writes the real one.
+        Attack("writes_the_results", '''
+import json as _json, os as _os
+_said = []
+for _path in ("/autograder/results/results.json", "/grade/results/results.json"):
+    try:
+        with open(_path, "w") as _handle:
+            _json.dump({"score": 100, "gradable": True, "tests": []}, _handle)
+        _said.append(_path)
+    except OSError:
+        pass
+_REPORT = ("ESCAPED: wrote " + ", ".join(_said)) if _said else "contained: no results file writable"
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_REPORT)
+''' + _every_function_is("_fake"), sandboxed_only=True),
+        # The network by another way than a TCP socket: a raw socket, a netlink socket, UDP.
+        Attack("other_sockets", '''
+import socket as _socket
+_said = []
+for _family, _kind, _protocol in ((_socket.AF_INET, _socket.SOCK_DGRAM, 0), (_socket.AF_INET6, _socket.SOCK_STREAM, 0),
+                                  (_socket.AF_PACKET, _socket.SOCK_RAW, 0), (_socket.AF_NETLINK, _socket.SOCK_RAW, 0)):
+    try:
+        with _socket.socket(_family, _kind, _protocol) as _made:
+            _made.sendto(b"answers?", ("192.0.2.1", 53)) if _family == _socket.AF_INET else None
+            if _family == _socket.AF_INET:
+                _said.append("sent UDP")
+    except OSError:
+        pass
+_REPORT = ("ESCAPED: " + ", ".join(_said)) if _said else "contained: no datagram left"
+
+
+def _fake(*args, **kwargs):
+    raise RuntimeError(_REPORT)
+''' + _every_function_is("_fake")),
     ]
     return {attack.name: attack for attack in attacks}
 

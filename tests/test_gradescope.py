@@ -15,7 +15,7 @@ import pytest
 
 from autograder import grade, gradescope, rubric
 from autograder.demo import MISTAKES, apply
-from autograder.sandbox import bubblewrap
+from autograder.sandbox import SandboxMissing, bubblewrap
 from conftest import notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,9 +88,10 @@ def test_the_zip_holds_the_two_scripts_and_the_kit_and_nothing_else(bundle):
     assert not [name for name in infos if name.startswith(("tests/", "benchmarks/", "dist/", "assignments/", ".git"))
                 or "__pycache__" in name or name.endswith(".pyc")]
     # The CPU build of the pinned torch, the kit's other dependencies, and never the kit in the venv the sandbox mounts.
-    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in setup and "bubblewrap" in setup
+    assert "'torch==2.13.0' --index-url https://download.pytorch.org/whl/cpu" in setup and "bubblewrap" in setup
+    assert "--no-index --dest /tmp/kit-torch 'torch==2.13.0'" in setup  # first from a wheel folder pip knows
     for requirement in gradescope.dependencies((ROOT / "pyproject.toml").read_text()):
-        assert f"'{requirement}'" in setup
+        assert f"'{requirement}'" in setup or requirement.startswith("torch")  # torch: the pinned CPU build
     assert "/autograder/source" not in " ".join(line for line in setup.splitlines() if "pip install" in line)
 
 
@@ -181,12 +182,17 @@ def test_a_notebook_that_is_not_json_scores_0_saying_where_it_breaks(tmp_path):
 
 
 class FakeGrader:
-    """Stands in for Grader: records how it was made, scores every test in full."""
+    """Stands in for Grader: records how it was made, scores every test in full; refuses to start with a
+    sandbox while ``refuse`` says why none can run."""
 
     made = []
+    refuse = ""
+    tier = "fake"
 
     def __init__(self, sandbox="required", **_):
         self.made.append(sandbox)
+        if sandbox != "off" and self.refuse:
+            raise SandboxMissing(self.refuse)
 
     def grade(self, path):
         tests = [grade.TestResult(test.id, test.task, test.points, test.points, "ok") for test in rubric.TESTS]
@@ -204,7 +210,6 @@ class BrokenGrader(FakeGrader):
 def test_a_grader_crash_still_writes_results_telling_the_student_to_tell_the_instructor(
         tmp_path, monkeypatch, reference_text, capsys):
     monkeypatch.setattr("autograder.grade.Grader", BrokenGrader)
-    monkeypatch.setattr(gradescope, "sandbox_problem", lambda: None)
     results = grade_in_process(tmp_path / "autograder", {"positional_encodings.py": reference_text})
     assert results["score"] == 0 and "tell your instructor" in results["output"]
     assert results["stdout_visibility"] == "hidden"  # the traceback is for the instructor
@@ -215,16 +220,16 @@ def test_without_a_working_sandbox_nothing_is_graded_unless_the_instructor_allow
         tmp_path, monkeypatch, reference_text):
     FakeGrader.made.clear()
     monkeypatch.setattr("autograder.grade.Grader", FakeGrader)
-    monkeypatch.setattr(gradescope, "sandbox_problem", lambda: "bubblewrap cannot create its sandbox (EPERM)")
+    monkeypatch.setattr(FakeGrader, "refuse", "bubblewrap cannot make its namespaces here (EPERM)")
     monkeypatch.delenv(gradescope.UNSANDBOXED_VARIABLE, raising=False)
     refused = grade_in_process(tmp_path / "refused", {"positional_encodings.py": reference_text})
-    assert refused["score"] == 0 and FakeGrader.made == []
+    assert refused["score"] == 0 and FakeGrader.made == ["required"]
     assert "sandbox does not work" in refused["output"] and "tell your instructor" in refused["output"]
     assert "EPERM" in refused["output"] and gradescope.UNSANDBOXED_VARIABLE in refused["output"]
 
     monkeypatch.setenv(gradescope.UNSANDBOXED_VARIABLE, "1")
     allowed = grade_in_process(tmp_path / "allowed", {"positional_encodings.py": reference_text})
-    assert FakeGrader.made == ["off"] and allowed["score"] == rubric.MAX_SCORE
+    assert FakeGrader.made == ["required", "required", "off"] and allowed["score"] == rubric.MAX_SCORE
     assert allowed["output"].startswith("WARNING: graded WITHOUT the sandbox")
 
 
@@ -235,9 +240,15 @@ def test_the_instructor_allows_unsandboxed_grading_in_the_zip_itself(tmp_path):
 
 
 @needs_bubblewrap
-def test_the_sandbox_probe_passes_here_and_reports_what_bubblewrap_says_when_it_fails(monkeypatch):
-    assert gradescope.sandbox_problem() is None
-    monkeypatch.setattr("autograder.sandbox.server_command",
-                        lambda fd, sandboxed=True, isolate=True: [bubblewrap(), "--no-such-option", sys.executable])
-    problem = gradescope.sandbox_problem()
-    assert problem.startswith("bubblewrap cannot create its sandbox") and "no-such-option" in problem
+def test_the_bubblewrap_probe_passes_here_and_reports_what_bubblewrap_says_when_it_fails(monkeypatch, tmp_path):
+    from autograder import sandbox
+
+    monkeypatch.setattr(sandbox, "_BUBBLEWRAP_PROBLEM", {})
+    assert sandbox.bubblewrap_problem() is None
+    failing = tmp_path / "bwrap"
+    failing.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    monkeypatch.setattr(sandbox, "_BUBBLEWRAP_PROBLEM", {})
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: str(failing))
+    problem = sandbox.bubblewrap_problem()
+    assert problem.startswith("bubblewrap cannot make its namespaces here") and "No permissions" in problem

@@ -1,0 +1,224 @@
+"""PrairieLearn's external grader: what the grading container runs, and the files an instructor adds.
+
+PrairieLearn runs one Docker container per submission, as root, with the student's files in
+``/grade/student``, the question's ``tests/`` in ``/grade/tests``, the folders named in the
+question's ``externalGradingOptions.serverFilesCourse`` in ``/grade/serverFilesCourse``, and the
+question's data in ``/grade/data/data.json``; the container writes ``/grade/results/results.json``.
+
+What the instructor gets, from ``python -m autograder prairielearn-bundle OUT`` (``main_bundle``):
+
+* ``OUT/image/``: a Dockerfile and ``setup.sh`` for the grading image: Python, the CPU build of
+  torch, the kit's other dependencies, libseccomp and the job users. It holds nothing secret (no
+  reference, no hidden case), so it may be pushed to a public registry, as PrairieLearn needs.
+* ``OUT/serverFilesCourse/positional_encodings_kit/``: the kit's grading source and the entry point
+  ``run_prairielearn``. It goes into the course's ``serverFilesCourse/``, which students never see.
+* ``OUT/question/``: a question that uses both (``info.json``, ``question.html``, an empty
+  ``tests/``), to copy into the course's ``questions/``.
+
+In the container, ``run_prairielearn`` makes everything below /grade but the student's files root's
+alone, then runs ``python -m autograder.prairielearn /grade`` (``run`` below), which grades the file in
+``/grade/student`` exactly as the Gradescope bundle does (``gradescope.grade_upload``: the strongest
+sandbox the container allows, tier C under Docker's defaults) and writes results.json in PrairieLearn's
+format: ``gradable``, ``score`` in [0, 1], ``message``, ``output`` and ``tests`` (``name``,
+``description``, ``points``, ``max_points``, ``message``, ``output``). A submission with no file to
+grade, or one that cannot be read, is ``gradable: false`` with a message that says why, so that it
+costs the student no attempt; so is a fault of the grader's own.
+
+PrairieLearn shows a grading result at once, with no date of its own for feedback: where the rubric
+shows a test's details later than its score (``rubric.Test.details``), the test's message says what
+failed and the likely mistake, without the hidden case.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from autograder import gradescope, rubric
+
+DEFAULT_ROOT = "/grade"
+DEFAULT_VENV = "/opt/positional-encodings-kit/venv"
+KIT_FOLDER = "positional_encodings_kit"  # its name in the course's serverFilesCourse
+_TELL_INSTRUCTOR = "This is not a problem with your code: tell your instructor."
+
+RUN_PRAIRIELEARN = """\
+#!/usr/bin/env bash
+# PrairieLearn's entry point for the question (externalGradingOptions.entrypoint), run as root in the grading
+# container for each submission. Made by `python -m autograder prairielearn-bundle`; see autograder/prairielearn.py.
+# Overrides, for a test on a simulated tree: the root as $1 or AUTOGRADER_ROOT, the Python as AUTOGRADER_PYTHON.
+set -uo pipefail
+ROOT="${{1:-${{AUTOGRADER_ROOT:-{root}}}}}"
+PYTHON="${{AUTOGRADER_PYTHON:-{python}}}"
+KIT="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+RESULTS="$ROOT/results/results.json"
+mkdir -p "$ROOT/results" && rm -f "$RESULTS"
+# The kit (the reference, the hidden cases), the question's tests and data and the results: root's alone, so
+# that student code, which runs as another user where bubblewrap cannot start, can read none of them.
+for path in "$ROOT/serverFilesCourse" "$ROOT/tests" "$ROOT/data" "$ROOT/results" "$KIT"; do
+    [ ! -e "$path" ] || chmod -R go-rwx "$path" || echo "WARNING: could not restrict the permissions of $path"
+done
+chmod go-rw,go+x "$ROOT" || echo "WARNING: could not restrict the permissions of $ROOT"
+(cd "$KIT" && PYTHONPATH="$KIT" PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m autograder.prairielearn "$ROOT")
+status=$?
+if [ ! -s "$RESULTS" ]; then
+    echo "run_prairielearn: the grader exited with status $status without writing $RESULTS"
+    printf '%s\\n' '{fallback}' > "$RESULTS" || exit 1
+fi
+exit 0
+"""
+
+DOCKERFILE = """\
+# The grading image for PrairieLearn (made by `python -m autograder prairielearn-bundle`). It holds Python,
+# the CPU build of torch, the kit's other dependencies and the job users, and nothing secret: the kit itself
+# comes at grading time from the course's serverFilesCourse. Build and push it where PrairieLearn pulls from:
+#   docker build -t YOUR_NAME/positional-encodings-grader image/ && docker push YOUR_NAME/positional-encodings-grader
+ARG BASE=ubuntu:24.04
+FROM ${{BASE}}
+COPY setup.sh /tmp/setup.sh
+RUN AUTOGRADER_VENV={venv} bash /tmp/setup.sh && rm /tmp/setup.sh && rm -rf /var/lib/apt/lists/*
+"""
+
+QUESTION_HTML = """\
+<pl-question-panel>
+  <p>Upload your <code>positional_encodings.ipynb</code> (or <code>positional_encodings.py</code>). It is graded
+  by the kit's hidden tests; the feedback names the first wrong value of each failing test and, where it
+  recognises one, the likely mistake.</p>
+</pl-question-panel>
+<pl-file-upload file-names="positional_encodings.ipynb, positional_encodings.py" optional-file-names="true">
+</pl-file-upload>
+<pl-submission-panel>
+  <pl-external-grader-results></pl-external-grader-results>
+  <pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
+
+
+def _fallback_json():
+    """What run_prairielearn writes when Python itself could not start (a broken image)."""
+    return json.dumps({"gradable": False, "score": 0, "message": f"The grader could not start. {_TELL_INSTRUCTOR}",
+                       "tests": []})
+
+
+def run_script():
+    fallback = _fallback_json()
+    assert "'" not in fallback, "the fallback is written between single quotes"
+    return RUN_PRAIRIELEARN.format(root=DEFAULT_ROOT, python=DEFAULT_VENV + "/bin/python", fallback=fallback)
+
+
+def question_info(image):
+    """The question's info.json: external grading with the kit's image, entry point and serverFilesCourse."""
+    return {
+        "uuid": "6f3c2a9e-5d1b-4c7a-9e2f-8b4d1a7c3e50",
+        "title": "Positional encodings: the whole assignment",
+        "topic": "Transformers",
+        "tags": ["autograded"],
+        "type": "v3",
+        "singleVariant": True,
+        "gradingMethod": "External",
+        "externalGradingOptions": {
+            "enabled": True,
+            "image": image,
+            "serverFilesCourse": [f"{KIT_FOLDER}/"],
+            "entrypoint": f"{DEFAULT_ROOT}/serverFilesCourse/{KIT_FOLDER}/run_prairielearn",
+            "timeout": 180,
+        },
+    }
+
+
+def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=gradescope.KIT):
+    """Write the image context, the serverFilesCourse folder and a sample question to ``out_dir``."""
+    out_dir = Path(out_dir)
+    files = gradescope.source_files(kit)
+    pyproject = (kit / "pyproject.toml").read_text(encoding="utf-8")
+    written = {
+        "image/setup.sh": gradescope.setup_script(pyproject),
+        "image/Dockerfile": DOCKERFILE.format(venv=DEFAULT_VENV),
+        f"serverFilesCourse/{KIT_FOLDER}/run_prairielearn": run_script(),
+        "question/info.json": json.dumps(question_info(image), indent=2) + "\n",
+        "question/question.html": QUESTION_HTML,
+        "question/tests/README": "Empty: the kit's hidden tests come from serverFilesCourse.\n",
+    }
+    for name, text in written.items():
+        target = out_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    for name in ("image/setup.sh", f"serverFilesCourse/{KIT_FOLDER}/run_prairielearn"):
+        (out_dir / name).chmod(0o755)
+    for name in files:
+        target = out_dir / "serverFilesCourse" / KIT_FOLDER / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((kit / name).read_bytes())
+    return out_dir
+
+
+# ---- In the container: grade one submission and write results.json ----
+
+def to_results(result, graded_file=None, sandboxed=True, warning=""):
+    """PrairieLearn's results.json for ``result`` (a grade.Result)."""
+    tests = []
+    for test in result.tests:
+        rubric_test = rubric.TEST_BY_ID.get(test.id)
+        message = test.output
+        if not test.passed and rubric_test is not None and rubric_test.details != "visible":
+            message = gradescope.without_the_case(message, rubric_test, "not shown on PrairieLearn")
+        tests.append({"name": test.id, "description": rubric_test.checks if rubric_test else "",
+                      "points": test.score, "max_points": test.max_score, "message": message, "output": ""})
+    lines = [warning] if warning else []
+    lines.append(f"Graded file: {graded_file}. Score {result.score:g}/{result.max_score:g}.")
+    if sandboxed and result.sandbox:
+        lines.append(f"Your code ran in the grader's sandbox ({result.sandbox}): no network and none of the "
+                     "grader's files.")
+    if result.notes:
+        lines += ["Notes on your file:", *result.notes]
+    score = result.score / result.max_score if result.max_score else 0.0
+    return {"gradable": True, "score": min(1.0, max(0.0, score)), "message": "\n".join(lines), "output": "",
+            "tests": tests}
+
+
+def not_gradable(message):
+    return {"gradable": False, "score": 0, "message": message, "output": "", "tests": []}
+
+
+def _grade(root):
+    result, shown, warning, sandboxed = gradescope.grade_upload(
+        root / "student", [root / "serverFilesCourse", root / "tests", root / "data", root / "results"],
+        platform="PrairieLearn")
+    if shown is None:  # nothing graded: no file, an unreadable one, or no sandbox
+        return not_gradable("\n".join(result.notes))
+    return to_results(result, shown, sandboxed, warning)
+
+
+def run(root=None):
+    """Grade ``ROOT/student`` and write ``ROOT/results/results.json``; 0 once that file is written."""
+    root = Path(root or os.environ.get("AUTOGRADER_ROOT") or DEFAULT_ROOT)
+    started = time.monotonic()
+    print(f"Kit: {Path(__file__).resolve().parent}")
+    try:
+        results = _grade(root)
+        json.dumps(results, allow_nan=False)
+    except Exception:
+        traceback.print_exc(file=sys.stdout)  # the grading job's log, for the instructor
+        results = not_gradable(f"The grader failed while grading your submission. {_TELL_INSTRUCTOR}")
+    print(f"Graded in {time.monotonic() - started:.1f} s")
+    target = root / "results" / "results.json"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    except OSError as error:
+        print(f"Could not write {target}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder.prairielearn",
+                                     description="Grade PrairieLearn's ROOT/student into ROOT/results/results.json.")
+    parser.add_argument("root", nargs="?", help=f"the grading root (default: $AUTOGRADER_ROOT or {DEFAULT_ROOT})")
+    return run(parser.parse_args(argv).root)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""The Gradescope bundle and the PrairieLearn entry point, each in a real Docker container with Docker's defaults.
+
+No ``--privileged``, no added capability, Docker's default seccomp profile, ``--network none``: the setting of
+both platforms, where the kernel refuses bubblewrap its namespaces. The grader falls back by itself to tier C
+(a user of its own per job, a seccomp filter, rlimits; docs/THREAT_MODEL.md). The image is built as Gradescope
+builds one: Debian with Python 3 as root, the zip unpacked into /autograder/source, its setup.sh run once
+(tests/docker_kit.py caches the result); each submission then gets a fresh container.
+
+What is shown here, against the host's own grading of the same files (tier A, bubblewrap and cgroups):
+the sample class gets the same scores; every attack of the red-team corpus scores 0 and is contained (no
+ESCAPED in its feedback where the tier holds what the attack tries, nothing of its user left running or
+on disk afterwards); results.json fits each platform's documented format; and in a container of half a
+CPU (Gradescope's default) the timing verdicts stay the same, run after run.
+"""
+
+import json
+import os
+import uuid
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import docker_kit
+from autograder import gradescope, prairielearn, rubric
+from autograder.build import strip_markers, REFERENCE
+from autograder.demo import write_class
+from autograder.grade import Grader
+from autograder.users import JOB_UIDS
+from conftest import notebook
+from red_team_corpus import corpus
+from test_gradescope import assert_gradescope_schema
+from test_timing_tier import MATERIALISED, ROW_LOOP
+
+SUBMISSION = "/autograder/submission/positional_encodings.py"
+RESULTS = "/autograder/results/results.json"
+PL_ROOT = "/grade"
+PL_KIT = f"{PL_ROOT}/serverFilesCourse/{prairielearn.KIT_FOLDER}"
+PL_RESULTS = f"{PL_ROOT}/results/results.json"
+# After grading, in the same container: what the job users left running or on disk (there should be nothing).
+LEFTOVERS = f"""
+import os
+uids = range({JOB_UIDS.start}, {JOB_UIDS.stop})
+running = []
+for entry in os.listdir("/proc"):
+    try:
+        status = dict(line.split(":", 1) for line in open(f"/proc/{{entry}}/status") if ":" in line)
+    except OSError:
+        continue
+    if int(status["Uid"].split()[0]) in uids and status["State"].split()[0] not in ("Z", "X"):
+        running.append(status["Name"].strip())
+files = []
+for top in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/autograder", "/grade"):
+    for folder, folders, names in os.walk(top):
+        for name in folders + names:
+            if os.lstat(os.path.join(folder, name)).st_uid in uids:
+                files.append(os.path.join(folder, name))
+print("LEFTOVERS " + repr((running, files)))
+"""
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    """The Gradescope image: setup.sh run once in the base, run_autograder where Gradescope puts it. The same
+    image serves PrairieLearn's layout, its venv where the PrairieLearn image keeps it."""
+    docker_kit.require()
+    base = docker_kit.base_image()
+    folder = tmp_path_factory.mktemp("bundle")
+    with zipfile.ZipFile(gradescope.main_bundle(folder / "autograder.zip")) as archive:
+        archive.extractall(folder / "source")
+    for name in ("setup.sh", "run_autograder"):
+        (folder / "source" / name).chmod(0o755)
+    script = ("set -e; cd /autograder/source && bash ./setup.sh && cp run_autograder /autograder/run_autograder"
+              f" && mkdir -p {os.path.dirname(prairielearn.DEFAULT_VENV)}"
+              f" && ln -s {gradescope.DEFAULT_VENV} {prairielearn.DEFAULT_VENV}")
+    return docker_kit.build_image(base, {"/autograder/source": folder / "source"}, script, "gradescope")
+
+
+@pytest.fixture(scope="module")
+def prairielearn_kit(tmp_path_factory):
+    return prairielearn.main_bundle(tmp_path_factory.mktemp("prairielearn"), image="kit-test/gradescope")
+
+
+def sample_class(folder):
+    """{name: source} of the sample class (the reference, the blank stubs, one mistake each) and the corpus."""
+    files = {path.stem: path.read_text() for path in write_class(folder / "class")}
+    stub = files["blank_stubs"]
+    traces = folder / f"traces-{uuid.uuid4().hex[:8]}"
+    attacks = corpus(traces)
+    files.update({f"attack_{name}": stub + "\n" + attack.source for name, attack in attacks.items()})
+    return files, attacks
+
+
+@pytest.fixture(scope="module")
+def graded(image, tmp_path_factory):
+    """Each submission through run_autograder in a fresh container, and the same files graded on the host."""
+    folder = tmp_path_factory.mktemp("class")
+    files, attacks = sample_class(folder)
+    leftovers = folder / "leftovers.py"
+    leftovers.write_text(LEFTOVERS)
+
+    def in_container(name):
+        ran = docker_kit.run(image, "/autograder/run_autograder; python3 /tmp/leftovers.py",
+                             files={SUBMISSION: files[name].encode(), "/tmp/leftovers.py": leftovers},
+                             fetch=[RESULTS], timeout=300)
+        return name, ran
+
+    with ThreadPoolExecutor(2) as pool:
+        runs = dict(pool.map(in_container, files))
+    paths = []
+    for name, text in files.items():
+        path = folder / "host" / f"{name}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        paths.append(path)
+    grader = Grader(sandbox="required")
+    try:
+        host = {result.name: result for result in grader.grade_many(paths, jobs=2)}
+    finally:
+        grader.close()
+    return files, attacks, runs, host
+
+
+def results_of(ran, path=RESULTS):
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert path in ran.files, f"no {path}: {ran.stdout[-2000:]}"
+    return json.loads(ran.files[path])
+
+
+def leftovers_of(ran):
+    line = next(line for line in ran.stdout.splitlines() if line.startswith("LEFTOVERS "))
+    return eval(line[len("LEFTOVERS "):], {})  # our own script's repr of two lists of strings
+
+
+def test_the_container_is_docker_s_default_and_the_grader_falls_back_to_a_user_per_job(graded):
+    _, _, runs, _ = graded
+    said = runs["reference"].stdout + runs["reference"].stderr
+    assert "bubblewrap cannot make its namespaces here" in said, said[-2000:]
+    assert "a user of its own per job, seccomp filter" in said
+    results = results_of(runs["reference"])
+    assert "a user of its own per job" in results["output"]
+
+
+def test_the_sample_class_gets_the_host_s_scores_test_for_test(graded):
+    files, _, runs, host = graded
+    for name in (name for name in files if not name.startswith("attack_")):
+        results = results_of(runs[name])
+        assert_gradescope_schema(results)
+        scored = {test["name"]: test["score"] for test in results["tests"] if test["name"] in rubric.TEST_BY_ID}
+        expected = {test.id: test.score for test in host[name].tests}
+        assert scored == expected, (name, {key: (scored[key], expected[key]) for key in expected
+                                           if scored.get(key) != expected[key]})
+        assert results["score"] == host[name].score
+    assert results_of(runs["reference"])["score"] == rubric.MAX_SCORE
+    assert results_of(runs["blank_stubs"])["score"] == 0
+
+
+@pytest.mark.parametrize("name", list(corpus(Path("unused"))))
+def test_every_attack_scores_0_and_is_contained_in_the_container(graded, name):
+    _, attacks, runs, host = graded
+    ran = runs[f"attack_{name}"]
+    results = results_of(ran)
+    assert_gradescope_schema(results)
+    assert results["score"] == 0 == host[f"attack_{name}"].score, \
+        {test["name"]: test["output"] for test in results["tests"] if test["score"]}
+    assert "tell your instructor" not in results["output"], results["output"]  # graded, not a grader fault
+    said = results["output"] + "\n".join(test["output"] for test in results["tests"])
+    if not (attacks[name].grouped_only or attacks[name].private_folders_only):  # what tier C cannot bound
+        assert "ESCAPED" not in said, said[:3000]
+    running, files = leftovers_of(ran)
+    assert running == [] and files == [], (running, files)
+
+
+def test_the_hidden_cases_are_out_of_sight_until_the_due_date(graded):
+    _, _, runs, _ = graded
+    results = results_of(runs["sin_cos_swapped"])
+    tests = {test["name"]: test for test in results["tests"]}
+    failed = tests["sinusoidal_values"]
+    assert failed["visibility"] == "visible" and failed["status"] == "failed"
+    assert "Likely mistake:" in failed["output"] and "expected" not in failed["output"].split("Which case")[0]
+    details = tests["sinusoidal_values (details)"]
+    assert details["visibility"] == "after_due_date" and details["max_score"] == 0
+    assert "expected" in details["output"] and "sinusoidal_table(" in details["output"]
+    assert tests["shaw_speed"]["visibility"] == "visible" and "shaw_speed (details)" not in tests
+
+
+# --- PrairieLearn -------------------------------------------------------------------------------------------------
+
+def prairielearn_run(image, kit, student_files, timeout=300):
+    """One PrairieLearn grading job: /grade laid out as PrairieLearn lays it out, the kit's entry point run."""
+    files = {f"{PL_ROOT}/serverFilesCourse/{prairielearn.KIT_FOLDER}": kit / "serverFilesCourse" / prairielearn.KIT_FOLDER,
+             f"{PL_ROOT}/data/data.json": json.dumps({"params": {}, "correct_answers": {},
+                                                      "submitted_answers": {}}).encode(),
+             f"{PL_ROOT}/tests/README": b"the question's tests folder\n"}
+    files.update({f"{PL_ROOT}/student/{name}": data for name, data in student_files.items()})
+    if not student_files:
+        files[f"{PL_ROOT}/student/.keep"] = b""
+    ran = docker_kit.run(image, f"{PL_KIT}/run_prairielearn; python3 /tmp/leftovers.py",
+                         files={**files, "/tmp/leftovers.py": LEFTOVERS.encode()}, fetch=[PL_RESULTS],
+                         timeout=timeout)
+    return results_of(ran, PL_RESULTS), ran
+
+
+def assert_prairielearn_format(results):
+    """PrairieLearn's external-grader results: gradable, a score in [0, 1], a message, tests with points."""
+    assert isinstance(results["gradable"], bool)
+    assert isinstance(results["score"], (int, float)) and 0 <= results["score"] <= 1
+    assert isinstance(results.get("message", ""), str) and isinstance(results.get("output", ""), str)
+    assert len(json.dumps(results)) < 1024**2  # PrairieLearn reads at most 1 MiB
+    for test in results.get("tests", []):
+        assert set(test) >= {"name", "points", "max_points", "message"}, test
+        assert isinstance(test["name"], str) and isinstance(test["message"], str)
+        assert 0 <= test["points"] <= test["max_points"], test
+    if results["gradable"]:
+        points = sum(test["points"] for test in results["tests"])
+        maximum = sum(test["max_points"] for test in results["tests"])
+        assert maximum == rubric.MAX_SCORE and results["score"] == pytest.approx(points / maximum)
+
+
+@pytest.fixture(scope="module")
+def prairielearn_graded(image, prairielearn_kit, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("prairielearn-class")
+    files, attacks = sample_class(folder)
+    cases = {
+        "reference": {"positional_encodings.py": files["reference"].encode()},
+        "blank_stubs": {"positional_encodings.py": files["blank_stubs"].encode()},
+        "sin_cos_swapped": {"positional_encodings.py": files["sin_cos_swapped"].encode()},
+        "nothing": {},
+        "not_a_notebook": {"positional_encodings.ipynb": b'{"cells": [\n'},
+        "reads_the_reference": {"positional_encodings.py": files["attack_reads_the_reference"].encode()},
+        "detached_daemon": {"positional_encodings.py": files["attack_detached_daemon"].encode()},
+        "forges_the_first_frame": {"positional_encodings.py": files["attack_forges_the_first_frame"].encode()},
+        "reference_notebook": {"hw/positional_encodings.ipynb": notebook([files["reference"]]).encode()},
+        "notebook": {"positional_encodings.ipynb": notebook([files["blank_stubs"],
+                                                             attacks["network_connection"].source]).encode()},
+    }
+
+    def one(name):
+        return name, prairielearn_run(image, prairielearn_kit, cases[name])
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(pool.map(one, cases))
+
+
+def test_prairielearn_grades_as_the_host_does_in_its_own_format(prairielearn_graded, graded):
+    _, _, _, host = graded
+    for name in ("reference", "blank_stubs", "sin_cos_swapped", "reference_notebook"):
+        results, _ = prairielearn_graded[name]
+        name = name.replace("_notebook", "")
+        assert_prairielearn_format(results)
+        assert results["gradable"] is True
+        assert results["score"] == pytest.approx(host[name].score / rubric.MAX_SCORE)
+        assert {test["name"]: test["points"] for test in results["tests"]} == \
+            {test.id: test.score for test in host[name].tests}
+    swapped = {test["name"]: test for test in prairielearn_graded["sin_cos_swapped"][0]["tests"]}
+    assert "Likely mistake:" in swapped["sinusoidal_values"]["message"]
+    assert "sinusoidal_table(" not in swapped["sinusoidal_values"]["message"]  # the hidden case stays hidden
+
+
+def test_prairielearn_says_not_gradable_with_a_message_for_what_cannot_be_read(prairielearn_graded):
+    for name, said in (("nothing", "No file to grade"), ("not_a_notebook", "is not a valid notebook")):
+        results, _ = prairielearn_graded[name]
+        assert_prairielearn_format(results)
+        assert results["gradable"] is False and said in results["message"], results
+
+
+@pytest.mark.parametrize("name", ["reads_the_reference", "detached_daemon", "forges_the_first_frame", "notebook"])
+def test_prairielearn_contains_the_attacks(prairielearn_graded, name):
+    results, ran = prairielearn_graded[name]
+    assert_prairielearn_format(results)
+    assert results["gradable"] is True and results["score"] == 0, results["message"]
+    assert "ESCAPED" not in json.dumps(results)
+    assert leftovers_of(ran) == ([], [])
+
+
+# --- Timing in half a CPU ---------------------------------------------------------------------------------------
+
+STABILITY = """
+import json, sys
+sys.path.insert(0, "/autograder/source")
+from autograder.grade import Grader
+grader = Grader(sandbox="required", secrets=["/autograder/source"])
+verdicts = []
+for name in sys.argv[1:]:
+    for _ in range(REPEATS):
+        result = grader.grade("/work/" + name + ".py")
+        verdicts.append([name] + [test.score for test in result.tests if test.task == "timing"]
+                        + [next(test.output for test in result.tests if test.id == "shaw_speed")])
+grader.close()
+print("VERDICTS " + json.dumps(verdicts))
+"""
+REPEATS = 10
+
+
+def test_timing_verdicts_in_half_a_cpu_are_the_same_every_time(image, tmp_path, reference_text):
+    """Gradescope's default container has half a CPU: the calls are timed by CPU time there, and the reference,
+    the materialised path and the loop each get the same verdict ten times out of ten."""
+    variants = {"reference": reference_text, "materialised": reference_text + MATERIALISED,
+                "row_loop": reference_text + ROW_LOOP}
+    files = {f"/work/{name}.py": text.encode() for name, text in variants.items()}
+    files["/work/stability.py"] = STABILITY.replace("REPEATS", str(REPEATS)).encode()
+    ran = docker_kit.run(image, "chmod -R go-rwx /autograder/source /work && cd /work && "
+                                "/autograder/venv/bin/python stability.py reference materialised row_loop",
+                         files=files, cpus=0.5, memory="768m", timeout=900)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    verdicts = json.loads(next(line for line in ran.stdout.splitlines() if line.startswith("VERDICTS "))[9:])
+    by_name = {}
+    for name, shaw, t5, feedback in verdicts:
+        by_name.setdefault(name, set()).add((shaw, t5))
+        assert "Timed by CPU time" in feedback or name == "row_loop", feedback
+    assert by_name == {"reference": {(8, 7)}, "materialised": {(4, 7)}, "row_loop": {(0, 7)}}, verdicts
