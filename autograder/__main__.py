@@ -62,13 +62,17 @@ def _grade(paths, args, show_feedback, sandbox):
     from autograder.batch import Progress, grade_class, unique_names
     from autograder.grade import Grader
 
+    out = getattr(args, "out", None)
+    if out:  # the results quote the hidden cases: nobody but this user reads them
+        Path(out).mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu, server=server)
+        # Where jobs run as users of their own (tier C), none may read a classmate's submission or a result.
+        grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu, server=server,
+                        secrets=[*paths, *([out] if out else [])])
     except BaseException:
         server.close()
         raise
     progress = Progress(len(paths)) if len(paths) > 1 and not args.json else None
-    out = getattr(args, "out", None)
     if out:  # the summary's picture needs matplotlib: imported meanwhile, while the jobs do the work
         threading.Thread(target=_import_quietly, args=("matplotlib.figure",), daemon=True).start()
     try:

@@ -359,14 +359,15 @@ def _fake(*args, **kwargs):
         # Back to root: the set*id calls, then a look at what the process may do.
         Attack("becomes_root_again", '''
 import os as _os
-_said = []
+_said, _was_root = [], 0 in _os.getresuid()  # root of its own user namespace, without capabilities, in tier A
 for _call in (lambda: _os.setuid(0), lambda: _os.setresuid(0, 0, 0), lambda: _os.setgid(0),
               lambda: _os.setgroups([0])):
     try:
         _call()
-        _said.append("a set*id call worked")
     except OSError:
         pass
+if not _was_root and 0 in _os.getresuid() + _os.getresgid():
+    _said.append("became root")
 with open("/proc/self/status") as _status:
     _caps = [line.split()[1] for line in _status if line.startswith("CapEff:")][0]
 if int(_caps, 16):
@@ -432,6 +433,55 @@ _REPORT = ("ESCAPED: wrote " + ", ".join(_said)) if _said else "contained: no re
 def _fake(*args, **kwargs):
     raise RuntimeError(_REPORT)
 ''' + _every_function_is("_fake"), sandboxed_only=True),
+        # A classmate's finished submission, wherever the class is graded from, run for its answers (a job that
+        # could read it would get full marks: in tier C the class folder must be unreadable to job users).
+        Attack("runs_a_classmate_s_code", '''
+import json as _json, os as _os
+_roots = {"/", "/tmp", "/work", "/home", "/srv", "/opt", "/class", "/autograder", "/grade", _os.getcwd()}
+_folder = _os.getcwd()
+while _folder != "/":
+    _roots.add(_folder)
+    _folder = _os.path.dirname(_folder)
+
+
+def _finished(path):
+    try:
+        if _os.path.getsize(path) > 1 << 20:
+            return None
+        with open(path, encoding="utf-8") as _handle:
+            _text = _handle.read()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if path.endswith(".ipynb"):
+        try:
+            _text = "\\n".join("".join(cell["source"]) for cell in _json.loads(_text)["cells"]
+                              if cell.get("cell_type") == "code")
+        except (ValueError, KeyError, TypeError):
+            return None
+    if "def shaw_scores" in _text and "NotImplementedError(" not in _text and "_finished(" not in _text:
+        return _text
+    return None
+
+
+_found = None
+for _root in sorted(_roots):
+    for _folder, _folders, _names in _os.walk(_root):
+        if _folder.startswith(("/proc", "/sys", "/dev")) or _folder.count("/") > 5:
+            _folders[:] = []
+            continue
+        for _name in _names:
+            if _name.endswith((".py", ".ipynb")) and _found is None:
+                _found = _finished(_os.path.join(_folder, _name))
+        if _found is not None:
+            break
+    if _found is not None:
+        break
+if _found is not None:
+    _answers = {}
+    exec(compile(_found, "a classmate", "exec"), _answers)
+    for _name in {names!r}:
+        globals()[_name] = _answers[_name]
+'''.replace("{names!r}", repr(tuple(rubric.TASK_OF_FUNCTION))), sandboxed_only=True),
         # The network by another way than a TCP socket: a raw socket, a netlink socket, UDP.
         Attack("other_sockets", '''
 import socket as _socket

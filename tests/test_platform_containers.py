@@ -310,3 +310,35 @@ def test_timing_verdicts_in_half_a_cpu_are_the_same_every_time(image, tmp_path, 
         by_name.setdefault(name, set()).add((shaw, t5))
         assert "Timed by CPU time" in feedback or name == "row_loop", feedback
     assert by_name == {"reference": {(8, 7)}, "materialised": {(4, 7)}, "row_loop": {(0, 7)}}, verdicts
+
+
+# --- A class run inside such a container -----------------------------------------------------------------------
+
+CLASS_MEMBERS = ("reference", "sin_cos_swapped", "i_minus_j", "blank_stubs")
+CLASS_ATTACKS = ("runs_a_classmate_s_code", "detached_daemon", "many_processes", "reads_the_grader_s_memory",
+                 "fills_its_private_folders", "forges_the_first_frame", "escape_sequences_in_messages")
+
+
+def test_a_class_run_in_the_container_gives_every_honest_member_its_own_score(image, graded):
+    """`python -m autograder grade` over a class in tier C: a row for everyone, each honest member the score the
+    host gives it, hostile classmates (one that looks for a finished submission to run) score 0, nothing left."""
+    import csv
+    import io
+
+    files, attacks, _, host = graded
+    names = [*CLASS_MEMBERS, *(f"attack_{name}" for name in CLASS_ATTACKS)]
+    command = ("chmod -R go-rwx /class /autograder/source && cd /autograder/source && PYTHONPATH=. "
+               "PYTHONDONTWRITEBYTECODE=1 /autograder/venv/bin/python -m autograder grade /class --out /results "
+               "-j 2; echo EXIT $?; python3 /tmp/leftovers.py")
+    ran = docker_kit.run(image, command, files={**{f"/class/{name}.py": files[name].encode() for name in names},
+                                                "/tmp/leftovers.py": LEFTOVERS.encode()},
+                         fetch=["/results/grades.csv"], timeout=600)
+    assert "EXIT 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "a user of its own per job" in ran.stdout + ran.stderr
+    rows = {row["submission"]: row for row in csv.DictReader(io.StringIO(ran.files["/results/grades.csv"].decode()))}
+    assert sorted(rows) == sorted(names)
+    for name in CLASS_MEMBERS:
+        assert float(rows[name]["total"]) == host[name].score, name
+    for name in CLASS_ATTACKS:
+        assert float(rows[f"attack_{name}"]["total"]) == 0, name
+    assert leftovers_of(ran) == ([], [])
