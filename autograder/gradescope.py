@@ -137,34 +137,42 @@ else
 fi
 """
 
-RUN_AUTOGRADER = """\
+ENTRY_SCRIPT = """\
 #!/usr/bin/env bash
-# Gradescope runs this for each submission, as root, in /autograder. It grades /autograder/submission
-# and writes /autograder/results/results.json (made by `python -m autograder gradescope-bundle`).
+{header}
 # Overrides, for a test on a simulated tree: the root as $1 or AUTOGRADER_ROOT, the Python as AUTOGRADER_PYTHON.
 set -uo pipefail
-{unsandboxed_line}
+{preamble}
 ROOT="${{1:-${{AUTOGRADER_ROOT:-{root}}}}}"
 PYTHON="${{AUTOGRADER_PYTHON:-{python}}}"
-SOURCE="$ROOT/source"
+KIT={kit}
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results" && rm -f "$RESULTS"
-# The hidden cases and the reference are in $SOURCE, the upload and its metadata (earlier results
-# included) beside it: root's alone, so that student code, which runs as another user where bubblewrap
-# cannot start, can read none of it. $ROOT itself stays passable: the venv may be below it.
-for path in "$SOURCE" "$ROOT/submission" "$ROOT/results" "$ROOT/submission_metadata.json"; do
+# {secret_words}:
+# root's alone, so that student code, which runs as another user where bubblewrap cannot start, can
+# read none of it. $ROOT itself stays passable (not listable): the venv may be below it.
+for path in {secrets}; do
     [ ! -e "$path" ] || chmod -R go-rwx "$path" || echo "WARNING: could not restrict the permissions of $path"
 done
 chmod go-rw,go+x "$ROOT" || echo "WARNING: could not restrict the permissions of $ROOT"
-# The kit is imported from $SOURCE, never from an installed copy.
-(cd "$SOURCE" && PYTHONPATH="$SOURCE" PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m autograder.gradescope "$ROOT")
+# The kit is imported from $KIT, never from an installed copy.
+(cd "$KIT" && PYTHONPATH="$KIT" PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m {module} "$ROOT")
 status=$?
 if [ ! -s "$RESULTS" ]; then
-    echo "run_autograder: the grader exited with status $status without writing $RESULTS"
+    echo "{name}: the grader exited with status $status without writing $RESULTS"
     printf '%s\\n' '{fallback}' > "$RESULTS" || exit 1
 fi
 exit 0
 """
+
+
+def entry_script(name, header, kit, secrets, secret_words, module, root, python, fallback, preamble=""):
+    """A platform's entry point (run_autograder, run_prairielearn): the secrets made root's, the kit's
+    module run on ROOT, and a results file written whatever happens (``fallback`` where Python cannot start)."""
+    assert "'" not in fallback, "the fallback is written between single quotes"
+    return ENTRY_SCRIPT.format(name=name, header=header, kit=kit, secrets=" ".join(f'"{path}"' for path in secrets),
+                               secret_words=secret_words, module=module, root=root, python=python,
+                               fallback=fallback, preamble=preamble)
 
 
 def _fallback_json():
@@ -192,12 +200,17 @@ def setup_script(pyproject_text):
 
 
 def run_script(unsandboxed=False):
-    """run_autograder; with ``unsandboxed`` it grades without a sandbox where bubblewrap cannot run."""
+    """run_autograder; with ``unsandboxed`` it grades without a sandbox where none can run."""
     line = f"export {UNSANDBOXED_VARIABLE}=1" if unsandboxed else \
-        f"# export {UNSANDBOXED_VARIABLE}=1  # grade UNSANDBOXED where bubblewrap cannot run: trusted code only"
-    fallback = _fallback_json()
-    assert "'" not in fallback, "the fallback is written between single quotes"
-    return RUN_AUTOGRADER.format(unsandboxed_line=line, root=DEFAULT_ROOT, python=DEFAULT_PYTHON, fallback=fallback)
+        f"# export {UNSANDBOXED_VARIABLE}=1  # grade UNSANDBOXED where no sandbox can run: trusted code only"
+    return entry_script(
+        "run_autograder",
+        "# Gradescope runs this for each submission, as root, in /autograder. It grades /autograder/submission\n"
+        "# and writes /autograder/results/results.json (made by `python -m autograder gradescope-bundle`).",
+        kit='"$ROOT/source"', secrets=("$KIT", "$ROOT/submission", "$ROOT/results", "$ROOT/submission_metadata.json"),
+        secret_words="The hidden cases and the reference (in $KIT), the upload and its metadata (earlier results "
+                     "included)", module="autograder.gradescope", root=DEFAULT_ROOT, python=DEFAULT_PYTHON,
+        fallback=_fallback_json(), preamble=line)
 
 
 def source_files(kit=KIT):
@@ -435,6 +448,11 @@ def run(root=None):
         traceback.print_exc(file=sys.stdout)  # for the instructor's log (hidden from students: see _crashed)
         results = _crashed()
     results["execution_time"] = round(time.monotonic() - started)
+    return write_results(root, results)
+
+
+def write_results(root, results):
+    """Write ``ROOT/results/results.json`` (both platforms' place for it); 0 once written, else 1, said."""
     text = json.dumps(results, indent=1, allow_nan=False)
     target = root / "results" / "results.json"
     try:

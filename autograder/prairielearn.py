@@ -44,32 +44,6 @@ DEFAULT_VENV = "/opt/positional-encodings-kit/venv"
 KIT_FOLDER = "positional_encodings_kit"  # its name in the course's serverFilesCourse
 _TELL_INSTRUCTOR = "This is not a problem with your code: tell your instructor."
 
-RUN_PRAIRIELEARN = """\
-#!/usr/bin/env bash
-# PrairieLearn's entry point for the question (externalGradingOptions.entrypoint), run as root in the grading
-# container for each submission. Made by `python -m autograder prairielearn-bundle`; see autograder/prairielearn.py.
-# Overrides, for a test on a simulated tree: the root as $1 or AUTOGRADER_ROOT, the Python as AUTOGRADER_PYTHON.
-set -uo pipefail
-ROOT="${{1:-${{AUTOGRADER_ROOT:-{root}}}}}"
-PYTHON="${{AUTOGRADER_PYTHON:-{python}}}"
-KIT="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
-RESULTS="$ROOT/results/results.json"
-mkdir -p "$ROOT/results" && rm -f "$RESULTS"
-# The kit (the reference, the hidden cases), the question's tests and data and the results: root's alone, so
-# that student code, which runs as another user where bubblewrap cannot start, can read none of them.
-for path in "$ROOT/serverFilesCourse" "$ROOT/tests" "$ROOT/data" "$ROOT/results" "$KIT"; do
-    [ ! -e "$path" ] || chmod -R go-rwx "$path" || echo "WARNING: could not restrict the permissions of $path"
-done
-chmod go-rw,go+x "$ROOT" || echo "WARNING: could not restrict the permissions of $ROOT"
-(cd "$KIT" && PYTHONPATH="$KIT" PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m autograder.prairielearn "$ROOT")
-status=$?
-if [ ! -s "$RESULTS" ]; then
-    echo "run_prairielearn: the grader exited with status $status without writing $RESULTS"
-    printf '%s\\n' '{fallback}' > "$RESULTS" || exit 1
-fi
-exit 0
-"""
-
 DOCKERFILE = """\
 # The grading image for PrairieLearn (made by `python -m autograder prairielearn-bundle`). It holds Python,
 # the CPU build of torch, the kit's other dependencies and the job users, and nothing secret: the kit itself
@@ -103,9 +77,16 @@ def _fallback_json():
 
 
 def run_script():
-    fallback = _fallback_json()
-    assert "'" not in fallback, "the fallback is written between single quotes"
-    return RUN_PRAIRIELEARN.format(root=DEFAULT_ROOT, python=DEFAULT_VENV + "/bin/python", fallback=fallback)
+    """run_prairielearn: the question's entry point, in the kit's folder of serverFilesCourse."""
+    return gradescope.entry_script(
+        "run_prairielearn",
+        "# PrairieLearn's entry point for the question (externalGradingOptions.entrypoint), run as root in the\n"
+        "# grading container for each submission. Made by `python -m autograder prairielearn-bundle`.",
+        kit='"$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
+        secrets=("$ROOT/serverFilesCourse", "$ROOT/tests", "$ROOT/data", "$ROOT/results", "$KIT"),
+        secret_words="The kit (the reference, the hidden cases), the question's tests and data, the results",
+        module="autograder.prairielearn", root=DEFAULT_ROOT, python=DEFAULT_VENV + "/bin/python",
+        fallback=_fallback_json())
 
 
 def question_info(image):
@@ -203,14 +184,7 @@ def run(root=None):
         traceback.print_exc(file=sys.stdout)  # the grading job's log, for the instructor
         results = not_gradable(f"The grader failed while grading your submission. {_TELL_INSTRUCTOR}")
     print(f"Graded in {time.monotonic() - started:.1f} s")
-    target = root / "results" / "results.json"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    except OSError as error:
-        print(f"Could not write {target}: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return gradescope.write_results(root, results)
 
 
 def main(argv=None):

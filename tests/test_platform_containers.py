@@ -222,19 +222,14 @@ def assert_prairielearn_format(results):
 def prairielearn_graded(image, prairielearn_kit, tmp_path_factory):
     folder = tmp_path_factory.mktemp("prairielearn-class")
     files, attacks = sample_class(folder)
-    cases = {
-        "reference": {"positional_encodings.py": files["reference"].encode()},
-        "blank_stubs": {"positional_encodings.py": files["blank_stubs"].encode()},
-        "sin_cos_swapped": {"positional_encodings.py": files["sin_cos_swapped"].encode()},
+    cases = {name: {"positional_encodings.py": text.encode()} for name, text in files.items()}  # class and corpus
+    cases.update({
         "nothing": {},
         "not_a_notebook": {"positional_encodings.ipynb": b'{"cells": [\n'},
-        "reads_the_reference": {"positional_encodings.py": files["attack_reads_the_reference"].encode()},
-        "detached_daemon": {"positional_encodings.py": files["attack_detached_daemon"].encode()},
-        "forges_the_first_frame": {"positional_encodings.py": files["attack_forges_the_first_frame"].encode()},
         "reference_notebook": {"hw/positional_encodings.ipynb": notebook([files["reference"]]).encode()},
         "notebook": {"positional_encodings.ipynb": notebook([files["blank_stubs"],
                                                              attacks["network_connection"].source]).encode()},
-    }
+    })
 
     def one(name):
         return name, prairielearn_run(image, prairielearn_kit, cases[name])
@@ -243,9 +238,9 @@ def prairielearn_graded(image, prairielearn_kit, tmp_path_factory):
         return dict(pool.map(one, cases))
 
 
-def test_prairielearn_grades_as_the_host_does_in_its_own_format(prairielearn_graded, graded):
-    _, _, _, host = graded
-    for name in ("reference", "blank_stubs", "sin_cos_swapped", "reference_notebook"):
+def test_prairielearn_grades_the_sample_class_as_the_host_does_in_its_own_format(prairielearn_graded, graded):
+    files, _, _, host = graded
+    for name in [name for name in files if not name.startswith("attack_")] + ["reference_notebook"]:
         results, _ = prairielearn_graded[name]
         name = name.replace("_notebook", "")
         assert_prairielearn_format(results)
@@ -265,12 +260,15 @@ def test_prairielearn_says_not_gradable_with_a_message_for_what_cannot_be_read(p
         assert results["gradable"] is False and said in results["message"], results
 
 
-@pytest.mark.parametrize("name", ["reads_the_reference", "detached_daemon", "forges_the_first_frame", "notebook"])
-def test_prairielearn_contains_the_attacks(prairielearn_graded, name):
+@pytest.mark.parametrize("name", [f"attack_{name}" for name in corpus(Path("unused"))] + ["notebook"])
+def test_prairielearn_contains_every_attack(prairielearn_graded, graded, name):
+    _, attacks, _, _ = graded
     results, ran = prairielearn_graded[name]
     assert_prairielearn_format(results)
     assert results["gradable"] is True and results["score"] == 0, results["message"]
-    assert "ESCAPED" not in json.dumps(results)
+    attack = attacks.get(name[len("attack_"):])
+    if attack is None or not (attack.grouped_only or attack.private_folders_only):
+        assert "ESCAPED" not in json.dumps(results)
     assert leftovers_of(ran) == ([], [])
 
 
