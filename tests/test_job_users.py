@@ -166,3 +166,19 @@ def test_a_python_that_job_users_cannot_run_is_said_plainly(monkeypatch, tmp_pat
     monkeypatch.setattr(users.sys, "executable", str(fake))
     with pytest.raises(OSError, match="readable by every user"):
         users.exposed([str(fake)], UID)
+
+
+def test_the_command_line_refuses_job_users_that_could_read_the_kit_and_says_what_to_change(tmp_path,
+                                                                                            reference_text):
+    """This checkout is readable by everyone (or its Python is not): tier C would leak the reference, so the
+    grader refuses to start in it, naming the fix, and grades nothing."""
+    from autograder.build import ROOT
+
+    submission = tmp_path / "alice.py"
+    submission.write_text(reference_text)
+    ran = subprocess.run([users.sys.executable, "-m", "autograder", "grade", str(submission), "--sandbox", "users",
+                          "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert "Jobs cannot run as users of their own here" in ran.stderr
+    assert "chmod -R go-rwx" in ran.stderr or "readable by every user" in ran.stderr, ran.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()
