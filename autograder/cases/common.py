@@ -104,8 +104,12 @@ def device_of(outcome):
 
 # --- checks -------------------------------------------------------------------------------
 
-def diagnose(got, mistakes, atol, rtol):
-    """The explanation of the first known mistake that reproduces ``got`` exactly, else None."""
+def diagnose(got, mistakes, atol, rtol, right=()):
+    """The explanation of the first known mistake that reproduces ``got`` exactly, else None.
+
+    A mistake whose output on this case equals one of ``right`` (the right answers) explains nothing here, and
+    is never named: on a table of one pair, the halves layout is the interleaved one.
+    """
     if not isinstance(got, torch.Tensor):
         return None
     for mistake in mistakes:
@@ -113,10 +117,27 @@ def diagnose(got, mistakes, atol, rtol):
             candidate = mistake.output()
         except Exception:
             continue
-        if isinstance(candidate, torch.Tensor) and candidate.shape == got.shape:
-            if mismatch(got, candidate.to(got.dtype), atol=atol, rtol=rtol, check_dtype=False) is None:
-                return mistake.explain
+        if not isinstance(candidate, torch.Tensor) or candidate.shape != got.shape:
+            continue
+        if any(candidate.shape == answer.shape and mismatch(candidate.to(answer.dtype), answer, atol=atol, rtol=rtol,
+                                                             check_dtype=False) is None for answer in right):
+            continue
+        if mismatch(got, candidate.to(got.dtype), atol=atol, rtol=rtol, check_dtype=False) is None:
+            return mistake.explain
     return None
+
+
+def _right_but_for_the_form(got, expected, atol, rtol):
+    """A sentence when ``got`` holds the right values, in order, and only its dtype or shape is wrong; else None."""
+    if not isinstance(got, torch.Tensor) or got.numel() != expected.numel():
+        return None
+    same = got.to(expected.dtype) if expected.is_floating_point() or not got.is_floating_point() else got
+    if mismatch(same.reshape(expected.shape), expected, atol=atol, rtol=rtol, check_dtype=False) is not None:
+        return None
+    if got.shape != expected.shape:
+        return (f" The values are right, in the right order: only the shape differs (a reshape, or a dimension "
+                f"of size 1 {'too many' if got.dim() > expected.dim() else 'missing or misplaced'}).")
+    return " The values are right: only the dtype differs."
 
 
 def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected_device="cpu",
@@ -141,7 +162,11 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
             return Verdict(True)
         if also_accept is not None and mismatch(got, also_accept, atol=atol, rtol=rtol) is None:
             return Verdict(True)
-        explanation = diagnose(got, mistakes, atol, rtol)
+        right = [expected] + ([also_accept] if also_accept is not None else [])
+        form = next(filter(None, (_right_but_for_the_form(got, answer, atol, rtol) for answer in right)), None)
+        if form:  # no mistake of value to name
+            return Verdict(False, problem + form)
+        explanation = diagnose(got, mistakes, atol, rtol, right)
         return Verdict(False, problem + (f"\nLikely mistake: {explanation}" if explanation else ""),
                        mistake=explanation or "")
 
