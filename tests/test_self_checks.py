@@ -54,3 +54,33 @@ def test_a_typical_mistake_fails_its_own_checks_with_a_hint(tmp_path, reference_
     assert run.returncode == 1 and hint in run.stdout, run.stdout[-3000:]
     other = next(t for t in rubric.TASK_NAMES if t != task and t != "shaw")
     assert _pytest(folder, "-k", other).returncode == 0
+
+
+def test_a_table_of_the_wrong_dtype_is_told_its_dtype_not_a_crash_of_the_hint(tmp_path, reference_text):
+    folder = _student_folder(tmp_path, reference_text + "\n\n_table = sinusoidal_table\n\n\n"
+                             "def sinusoidal_table(*args, **kwargs):\n    return _table(*args, **kwargs).double()\n")
+    run = _pytest(folder, "-k", "sinusoidal")
+    assert run.returncode == 1
+    assert "has dtype torch.float64, expected torch.float32" in run.stdout, run.stdout[-3000:]
+    assert "did not match" not in run.stdout and "Likely cause: the values are right: only the dtype" in run.stdout
+
+
+def test_a_task_whose_helper_is_not_written_says_which_helper(tmp_path, reference_text):
+    unwritten = ("\n\ndef clipped_relative_positions(length_q, length_k, max_relative_position, *, device=None):\n"
+                 "    raise NotImplementedError(\"clipped_relative_positions is not implemented yet\")\n")
+    run = _pytest(_student_folder(tmp_path, reference_text + unwritten), "-k", "shaw")
+    assert run.returncode == 1
+    assert ("Task shaw calls clipped_relative_positions, of task relative_positions, which is not written yet"
+            in run.stdout), run.stdout[-3000:]
+    assert "Task shaw is not written yet" not in run.stdout
+
+
+def test_a_cause_is_printed_only_where_the_output_shows_it(tmp_path, reference_text):
+    """k/d for 2k/d: the worked example names it (w_1 = 0.1 is its mark); the base check, where it looks like
+    nothing known, names no cause (it used to say "use the base argument"), and says what it expects."""
+    mistake = next(m for m in MISTAKES if m.name == "k_over_d")
+    run = _pytest(_student_folder(tmp_path, apply(mistake, reference_text)), "-k", "sinusoidal")
+    assert run.returncode == 1
+    assert "Likely cause: w_1 came out as 0.1" in run.stdout, run.stdout[-3000:]
+    assert "the base argument is not used" not in run.stdout and "use the base argument" not in run.stdout
+    assert "What this check expects: w_k = base ** (-2k / d_model), with the base given." in run.stdout

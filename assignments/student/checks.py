@@ -1225,11 +1225,45 @@ def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dt
     )
 
 
-def assert_close(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dtype=True, hint=None):
-    """``mismatch`` as an assertion for pytest: fails with the message, and the hint if one is given."""
+def likely_cause(got, expected, causes, *, atol=1e-5, rtol=1e-5):
+    """What went wrong, in a sentence, when it can be told from ``got`` alone; else None.
+
+    ``causes`` are ``(output, words)`` pairs: what a known mistake returns on these inputs, and what to say of
+    it. A cause is named only when ``got`` equals its output (in any dtype) and that output is not the right
+    one here. Failing that, a ``got`` whose values are right in another dtype or shape is told so.
+    """
+    if not isinstance(got, torch.Tensor) or not isinstance(expected, torch.Tensor):
+        return None
+    for output, words in causes:
+        output = torch.as_tensor(output)
+        if tuple(output.shape) != tuple(got.shape):
+            continue
+        if tuple(output.shape) == tuple(expected.shape) and mismatch(
+                output, expected, atol=atol, rtol=rtol, check_dtype=False) is None:
+            continue  # that mistake looks right on these inputs: it explains nothing
+        if mismatch(got, output.to(got.dtype), atol=atol, rtol=rtol, check_dtype=False) is None:
+            return words
+    if got.numel() == expected.numel() and got.numel() and mismatch(
+            got.detach().reshape(expected.shape), expected, atol=atol, rtol=rtol, check_dtype=False) is None:
+        return ("the values are right: only the dtype differs" if tuple(got.shape) == tuple(expected.shape)
+                else "the values are right, in the right order: only the shape differs")
+    return None
+
+
+def assert_close(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dtype=True, hint=None,
+                 causes=()):
+    """``mismatch`` as an assertion for pytest.
+
+    It fails with the message (type, dtype, shape, or the first wrong value), then the likely cause when
+    ``likely_cause`` can tell it from the output (``causes``: what known mistakes return here), then
+    ``hint``, the convention the check holds the output to, which is no diagnosis and is said as such.
+    """
     message = mismatch(got, expected, what=what, atol=atol, rtol=rtol, check_dtype=check_dtype)
-    if message is not None:
-        raise AssertionError(message + (f"\nLikely cause: {hint}" if hint else ""))
+    if message is None:
+        return
+    cause = likely_cause(got, expected, causes, atol=atol, rtol=rtol)
+    raise AssertionError(message + (f"\nLikely cause: {cause.rstrip('.')}." if cause else "")
+                         + (f"\nWhat this check expects: {hint}" if hint else ""))
 
 
 def assert_raises(exception, function, *args, hint=None, **kwargs):
@@ -1239,7 +1273,7 @@ def assert_raises(exception, function, *args, hint=None, **kwargs):
     """
     shown = [repr(arg) for arg in args] + [f"{key}={value!r}" for key, value in kwargs.items()]
     what = f"{getattr(function, '__name__', 'the call')}({', '.join(shown)})"
-    likely = f"\nLikely cause: {hint}" if hint else ""
+    likely = f"\nWhy: {hint}" if hint else ""
     try:
         function(*args, **kwargs)
     except exception:

@@ -21,5 +21,7 @@ def test_biased_scores_scale_leaves_the_bias_alone():
     q, k = torch.randn(2, 3, 4, 16, generator=generator), torch.randn(2, 3, 5, 16, generator=generator)
     bias = torch.randn(1, 3, 4, 5, generator=generator)
     expected = q @ k.transpose(-2, -1) / math.sqrt(16) + bias
+    scaled_bias = (q @ k.transpose(-2, -1) + bias) / math.sqrt(16)
     assert_close(biased_scores(q, k, bias), expected, what="biased_scores(q, k, bias)", atol=1e-5,
+                 causes=[(scaled_bias, "the scale multiplies the bias too; only q @ k^T is scaled.")],
                  hint="scale (1/sqrt(dh) by default) multiplies q @ k^T only, never the bias.")

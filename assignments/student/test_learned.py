@@ -27,7 +27,7 @@ def test_learned_weight_is_a_parameter_of_shape_max_len_by_d_model():
 def test_learned_add_adds_row_t_to_position_t():
     x = torch.zeros(2, 3, 4)
     assert_close(_with_weight(5, 4)(x), torch.tensor([0.0, 1.0, 2.0])[None, :, None].expand(2, 3, 4),
-                 what="forward(zeros of shape (2, 3, 4))", hint="use rows 0..L-1 of weight: weight[:L].")
+                 what="forward(zeros of shape (2, 3, 4))", hint="rows 0..L-1 of weight, weight[:L], added to every sequence.")
 
 
 def test_learned_concat_appends_the_position_vector():

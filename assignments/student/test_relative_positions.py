@@ -8,13 +8,10 @@ from positional_encodings import clipped_relative_positions
 
 def test_relative_positions_match_the_worked_example():
     expected = torch.tensor([[1, 2, 2, 2], [0, 1, 2, 2], [0, 0, 1, 2]])
-    got = clipped_relative_positions(3, 4, 1)
-    hint = None
-    if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.equal(got, 2 - expected):
-        hint = "the distance is i - j; it is j - i (key minus query)."
-    elif isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.equal(got, expected - 1):
-        hint = "the + k shift is missing: values must lie in [0, 2k]."
-    assert_close(got, expected, what="clipped_relative_positions(3, 4, 1)", hint=hint)
+    causes = [(2 - expected, "the distance is i - j; it is j - i (key minus query)."),
+              (expected - 1, "the + k shift is missing: values must lie in [0, 2k].")]
+    assert_close(clipped_relative_positions(3, 4, 1), expected, what="clipped_relative_positions(3, 4, 1)",
+                 causes=causes, hint="entry [i, j] is clip(j - i, -k, k) + k.")
 
 
 def test_relative_positions_lie_between_0_and_2k():

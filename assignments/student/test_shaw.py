@@ -40,8 +40,13 @@ def test_shaw_query_0_key_1_matches_the_worked_example():
 
 def test_shaw_scale_multiplies_both_terms():
     q, key, rel_k, k = _inputs()
-    assert_close(shaw_scores(q, key, rel_k, k, scale=2.0), 2.0 * shaw_scores(q, key, rel_k, k, scale=1.0),
-                 what="shaw_scores(..., scale=2.0)", atol=1e-5, hint="scale * (q . k + q . rel_k), both terms.")
+    unscaled = shaw_scores(q, key, rel_k, k, scale=1.0)
+    content = q @ key.transpose(-2, -1)
+    causes = [(unscaled + content, "the scale multiplies only q . k; it multiplies the relative term q . rel_k "
+                                   "too."),
+              (2.0 * unscaled - content, "the scale multiplies only the relative term; it multiplies q . k too.")]
+    assert_close(shaw_scores(q, key, rel_k, k, scale=2.0), 2.0 * unscaled, what="shaw_scores(..., scale=2.0)",
+                 atol=1e-5, causes=causes, hint="scale * (q . k + q . rel_k), both terms.")
 
 
 def test_shaw_shifting_both_positions_leaves_scores_unchanged():

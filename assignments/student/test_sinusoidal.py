@@ -19,15 +19,15 @@ def test_sinusoidal_returns_a_float32_table_of_shape_positions_by_d_model():
 def test_sinusoidal_position_2_matches_the_worked_example():
     # d_model = 4: w_0 = 1, w_1 = 10000 ** (-2/4) = 0.01
     expected = torch.tensor([math.sin(2), math.cos(2), math.sin(0.02), math.cos(0.02)])
-    got = sinusoidal_table(3, 4)[2]
-    hint = None
-    if torch.allclose(got, expected[[1, 0, 3, 2]], atol=1e-4):
-        hint = "sin and cos are swapped: column 2k is sin, column 2k+1 is cos."
-    elif torch.allclose(got, expected[[0, 2, 1, 3]], atol=1e-4):
-        hint = "the table is in halves [sin, sin | cos, cos]; interleave the pairs: sin, cos, sin, cos."
-    elif torch.allclose(got[2:], torch.tensor([math.sin(0.2), math.cos(0.2)]), atol=1e-4):
-        hint = "w_1 came out as 0.1 = 10000 ** (-1/4): use the exponent 2k/d_model, not k/d_model."
-    assert_close(got, expected, what="sinusoidal_table(3, 4)[2]", atol=1e-4, hint=hint)
+    causes = [  # what a typical mistake gives here, and what to say of it
+        (expected[[1, 0, 3, 2]], "sin and cos are swapped: column 2k is sin, column 2k+1 is cos."),
+        (expected[[0, 2, 1, 3]], "the table is in halves [sin, sin | cos, cos]; interleave the pairs: sin, cos, "
+                                 "sin, cos."),
+        (torch.tensor([math.sin(2), math.cos(2), math.sin(0.2), math.cos(0.2)]),
+         "w_1 came out as 0.1 = 10000 ** (-1/4): use the exponent 2k/d_model, not k/d_model."),
+    ]
+    assert_close(sinusoidal_table(3, 4)[2], expected, what="sinusoidal_table(3, 4)[2]", atol=1e-4, causes=causes,
+                 hint="the worked example: w_k = 10000 ** (-2k / d_model), pairs interleaved (sin, cos).")
 
 
 def test_sinusoidal_position_0_is_sin_0_cos_0():
@@ -57,8 +57,10 @@ def test_sinusoidal_honours_dtype_and_base():
     table = sinusoidal_table(5, 4, base=100.0, dtype=torch.float64)
     assert table.dtype == torch.float64, f"dtype=torch.float64 was asked for, got {table.dtype}"
     expected = torch.tensor([math.sin(4), math.cos(4), math.sin(0.4), math.cos(0.4)], dtype=torch.float64)
+    ignored = torch.tensor([math.sin(4), math.cos(4), math.sin(0.04), math.cos(0.04)], dtype=torch.float64)
     assert_close(table[4], expected, what="sinusoidal_table(5, 4, base=100.0)[4]", atol=1e-6,
-                 hint="use the base argument: w_k = base ** (-2k / d_model).")
+                 causes=[(ignored, "the base argument is not used: this is the table of base 10000.")],
+                 hint="w_k = base ** (-2k / d_model), with the base given.")
 
 
 def test_sinusoidal_empty_table_has_zero_rows():
