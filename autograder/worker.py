@@ -209,9 +209,14 @@ def scrambled_relative_positions(length_q, length_k, max_relative_position, *, d
 
 
 def scrambled_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128, *, key=(7, 3, 1)):
-    """Stand-in for t5_relative_position_bucket: int64 in [0, num_buckets), depending on every argument."""
+    """Stand-in for t5_relative_position_bucket: int64 in [0, num_buckets), depending on every argument.
+
+    max_distance goes in through a hash, not as it is: max_distance itself would count only modulo
+    num_buckets (64 and 128 are alike modulo 16), and a t5_bias that does not pass it on would go unseen.
+    """
     a, b, c = key
-    return (relative_position.long() * a + b * int(bool(bidirectional)) + c * int(max_distance)) % num_buckets
+    mixed = int(max_distance) * 2654435761 % 4294967291  # Knuth's multiplier, modulo a prime
+    return (relative_position.long() * a + b * int(bool(bidirectional)) + c * mixed) % num_buckets
 
 
 STAND_INS = {"scrambled_relative_positions": scrambled_relative_positions, "scrambled_buckets": scrambled_buckets}

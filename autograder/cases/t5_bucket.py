@@ -14,12 +14,14 @@ from solutions import positional_encodings as ref
 NAME = "t5_relative_position_bucket"
 
 
-def _one_side(distance, n, max_distance, exact_limit=None, log_span=None):
-    """Buckets 0..n-1 for distances >= 0, with knobs to reproduce the usual slips."""
+def _one_side(distance, n, max_distance, exact_limit=None, log_span=None, dtype=torch.float32, ratio=None):
+    """Buckets 0..n-1 for distances >= 0, with knobs to reproduce the usual slips: where the exact buckets
+    stop, how many buckets the log part spans, the precision of the log, and max_distance / max_exact."""
     max_exact = n // 2
     exact_limit = max_exact if exact_limit is None else exact_limit
     log_span = n - max_exact if log_span is None else log_span
-    far = max_exact + (torch.log(distance.float() / max_exact) / math.log(max_distance / max_exact) * log_span).long()
+    ratio = max_distance / max_exact if ratio is None else ratio
+    far = max_exact + (torch.log(distance.to(dtype) / max_exact) / math.log(ratio) * log_span).long()
     return torch.where(distance < exact_limit, distance, far.clamp(max=n - 1))
 
 
@@ -56,6 +58,12 @@ def mistakes(relative_position, bidirectional, num_buckets, max_distance):
                 lambda: side(exact_limit=n // 2 + 1)),
         Mistake("the log-spaced part spans n buckets; it spans n - max_exact (the rest after the exact ones).",
                 lambda: side(log_span=n)),
+        Mistake("max_distance / max_exact is divided as integers (//); T5 divides them as real numbers.",
+                lambda: side(ratio=max(2, max_distance // (n // 2)))),
+        Mistake("right everywhere but where a distance falls on a bucket's edge: there the log is computed in "
+                "another precision than T5's float32 (float64 here); compute log(d / max_exact) in float32, in "
+                "exactly the order of the formula.",
+                lambda: side(dtype=torch.float64)),
     ]
     return found
 
@@ -81,9 +89,14 @@ def build(rng, generator):
         case("t5_bucket_causal", grid, bidirectional=False),
         case("t5_bucket_causal", scattered, bidirectional=False),
     ]
+    # (True, 32, 100): max_distance is no multiple of max_exact = 8, so an integer division there shows.
+    # (True, 20, 160), (True, 32, 1461): distances land on a bucket's edge, where a log in float64 rather than
+    # T5's float32 gives the next bucket (10, 20 and 80 for the first; 762 for the second).
     for bidirectional, num_buckets, max_distance in [(True, 64, 256), (False, 16, 32), (True, 8, 20), (True, 10, 50),
+                                                     (True, 32, 100), (True, 20, 160), (True, 32, 1461),
                                                      (False, rng.choice([12, 24, 48]), rng.choice([60, 100, 500]))]:
-        cases.append(case("t5_bucket_settings", torch.arange(-700, 701), bidirectional, num_buckets, max_distance))
+        cases.append(case("t5_bucket_settings", torch.arange(-max(700, max_distance + 50), max(700, max_distance + 50) + 1),
+                          bidirectional, num_buckets, max_distance))
     for bidirectional, num_buckets, max_distance, why in [
         (True, 3, 128, " (3 buckets, halved to 1 per direction, leave max_exact = 0)"),
         (False, 1, 128, " (1 bucket leaves max_exact = 0)"),

@@ -1,0 +1,73 @@
+"""Cases that leave no place to hide (issue 12): wrong variants that the cases let through before, each caught now.
+
+Each variant below is the reference with one plausible slip. Before these cases, each of them passed the test
+named here: the fixed settings never showed it (max_distance ignored by t5_bias counted only modulo
+num_buckets in the grader's stand-in; every max_distance was a multiple of max_exact; no distance fell on a
+bucket's edge, where the log's precision decides).
+"""
+
+import math
+
+import pytest
+import torch
+
+from autograder.cases import build_cases
+from autograder.worker import scrambled_buckets
+
+BUCKET_HEADER = "\n\ndef t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):\n"
+BUCKET_BODY = """\
+    n = num_buckets // 2 if bidirectional else num_buckets
+    if bidirectional:
+        offset = (relative_position > 0).long() * n
+        distance = relative_position.abs()
+    else:
+        offset = torch.zeros_like(relative_position)
+        distance = (-relative_position).clamp(min=0)
+    max_exact = n // 2
+    if max_exact == 0 or max_distance <= max_exact:
+        raise ValueError(f"no exact buckets: num_buckets={{num_buckets}}, max_distance={{max_distance}}")
+    far = max_exact + (torch.log(distance.{dtype}() / max_exact) / math.log({ratio}) * (n - max_exact)).long()
+    return offset + torch.where(distance < max_exact, distance, far.clamp(max=n - 1))
+"""
+VARIANTS = {
+    # name: (source appended to the reference, the test it must fail, words its feedback must hold)
+    "t5_bias_ignores_max_distance": ("""
+
+def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=32, max_distance=128):
+    relative = torch.arange(length_k)[None, :] - torch.arange(length_q)[:, None]
+    buckets = t5_relative_position_bucket(relative, bidirectional=bidirectional, num_buckets=num_buckets)
+    return bias_table[buckets].permute(2, 0, 1).unsqueeze(0)
+""", "t5_bias_values", ""),
+    "bucket_integer_division": (BUCKET_HEADER + BUCKET_BODY.format(dtype="float", ratio="max_distance // max_exact"),
+                                "t5_bucket_settings", "divided as integers"),
+    "bucket_log_in_float64": (BUCKET_HEADER + BUCKET_BODY.format(dtype="double", ratio="max_distance / max_exact"),
+                              "t5_bucket_settings", "another precision than T5's float32"),
+}
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_a_slip_the_old_cases_let_through_is_caught_and_named(grader, tmp_path, reference_text, name):
+    source, test_id, words = VARIANTS[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text(reference_text + "\nimport math\n" + source)
+    tests = {test.id: test for test in grader.grade(path).tests}
+    assert not tests[test_id].passed, f"{name} passes {test_id}"
+    assert words in tests[test_id].output, tests[test_id].output
+    # The slip costs its own test, not the others of the task (one mistake, charged once).
+    task = tests[test_id].task
+    assert [t.id for t in tests.values() if t.task == task and not t.passed] == [test_id], \
+        {t.id: t.output[:200] for t in tests.values() if t.task == task and not t.passed}
+
+
+def test_the_stand_in_helper_shows_every_setting_in_every_t5_bias_case():
+    """Whatever setting a t5_bias fails to pass on, the stand-in's buckets change where it is not the default."""
+    defaults = {"bidirectional": True, "num_buckets": 32, "max_distance": 128}
+    for case in build_cases(0)["t5_bias"]:
+        settings = {**defaults, **case.probe.get("kwargs", {})}
+        key = tuple(case.probe["substitute"]["key"])
+        grid = torch.arange(7)[None, :] - torch.arange(5)[:, None]
+        given = scrambled_buckets(grid, **settings, key=key)
+        for name, default in defaults.items():
+            if settings[name] != default:
+                dropped = scrambled_buckets(grid, **{**settings, name: default}, key=key)
+                assert not torch.equal(given, dropped), (case.label, name)
