@@ -101,7 +101,9 @@ NOTEBOOK_CELL_SECONDS = 120
 # the feedback do. The reference needs about 10 s here; the budget leaves room for a slow, cold machine.
 NOTEBOOK_SECONDS = 300
 
-# The timing tier. Each path is timed only when the correctness tests of all its tasks pass.
+# The timing tier. Each path is timed only when the correctness tests of its own tasks pass (``requires``); a
+# wrong helper it calls is replaced by the grader's stand-in for the timing (``helpers``): one mistake, charged
+# once, in the helper's task.
 TIMING = Task("timing", "Speed of the score path (timing tier)", ())
 
 
@@ -111,12 +113,17 @@ class TimedPath:
     test: str  # the rubric test its points go to
     functions: tuple  # the student's functions on the path, checked for loops over positions
     requires: tuple  # tasks whose correctness tests must all pass first
+    # (helper task, helper function, the grader's stand-in for it): a helper that is wrong has cost its own
+    # task's points already, so the path is timed then with the stand-in in its place (vectorized index
+    # arithmetic of the same cost as the helper), in both jobs; the helper's loop check still applies.
+    helpers: tuple = ()
 
 
 TIMED_PATHS = (
-    TimedPath("shaw", "shaw_speed", ("shaw_scores", "clipped_relative_positions"), ("relative_positions", "shaw")),
-    TimedPath("t5", "t5_speed", ("biased_scores", "t5_bias", "t5_relative_position_bucket"),
-              ("t5_bucket", "t5_bias", "biased_scores")),
+    TimedPath("shaw", "shaw_speed", ("shaw_scores", "clipped_relative_positions"), ("shaw",),
+              (("relative_positions", "clipped_relative_positions", "scrambled_relative_positions"),)),
+    TimedPath("t5", "t5_speed", ("biased_scores", "t5_bias", "t5_relative_position_bucket"), ("t5_bias", "biased_scores"),
+              (("t5_bucket", "t5_relative_position_bucket", "scrambled_buckets"),)),
 )
 # Points by the median ratio of the student's time to the reference's: up to 4x full, up to 25x half,
 # beyond that none. A Python loop over positions gets none whatever its time. Measured here at the CPU

@@ -2,8 +2,10 @@
 
 Two paths are timed (``rubric.TIMED_PATHS``): ``shaw_scores`` with its helper,
 and ``biased_scores(q, k, t5_bias(...))`` with its. A path is timed only when
-the correctness tests of all its tasks pass, and gets no points when its
-functions hold a Python loop (a static check of the source, reported on its
+the correctness tests of its own tasks pass (a wrong helper is replaced by the
+grader's stand-in for the timing, in both jobs: it has cost its own task's
+points already), and gets no points when its functions, the helper's
+included, hold a Python loop (a static check of the source, reported on its
 own line). Otherwise:
 
 * Two jobs run the same worker (``worker.py``, serve mode): one with the
@@ -551,6 +553,13 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
                 "call them by their names, and leave exec, globals() and the like out of the submission."]))
             continue
         lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
+        stand_ins = {}
+        for task, helper, stand_in in path.helpers:
+            wrong = [t.id for t in rubric.tests_of(task) if t.id not in passed]
+            if wrong:  # its own task has its points already; the path is timed without it
+                stand_ins[helper] = stand_in
+                lines.append(f"Timed with the grader's stand-in for {helper} in its place: {', '.join(wrong)} "
+                             "did not pass, and costs its own points only. The rest of the path is yours.")
         if skipped:
             given = mode == "give"
             lines.insert(0, f"Not timed: {skipped}; the rubric says {mode!r} there, so its points are "
@@ -558,19 +567,19 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
             graded.append((test, 1.0 if given else 0.0, lines))
             continue
         graded.append(None)
-        timed.append((len(graded) - 1, path, test, lines))
+        timed.append((len(graded) - 1, path, test, lines, stand_ins))
     if timed:
         with machine.exclusive() if machine is not None else contextlib.nullcontext():
             student = None
             try:
-                for at, path, test, lines in timed:
+                for at, path, test, lines, stand_ins in timed:
                     if student is None or not student.alive:
                         student = ServeChild(server, submission.chunks, submission.path.name, limits)
                     reference = references.get()
                     student.clock = reference.clock = clock
                     if clock_note:
                         lines.append(clock_note)
-                    fraction, summary = _time_path(path, device, student, reference, lines)
+                    fraction, summary = _time_path(path, device, student, reference, lines, stand_ins)
                     graded[at] = (test, fraction, [summary] + lines)
             finally:
                 if student is not None:
@@ -578,7 +587,7 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
     return graded
 
 
-def _time_path(path, device, student, reference, lines):
+def _time_path(path, device, student, reference, lines, stand_ins=None):
     """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary)."""
     sizes = rubric.TIMING_SIZES[device]
     fractions, summaries = [], []
@@ -587,6 +596,8 @@ def _time_path(path, device, student, reference, lines):
                 "max_relative": rubric.TIMING_MAX_RELATIVE, "num_buckets": rubric.TIMING_NUM_BUCKETS,
                 "warmup": rubric.TIMING_WARMUP, **{key: sizes[key] for key in ("batch", "heads", "length",
                                                                                  "head_dim")}}
+        if stand_ins:
+            spec["stand_ins"] = dict(stand_ins)
         where = _describe(spec)
         try:
             measured = measure(student, reference, spec)

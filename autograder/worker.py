@@ -315,13 +315,28 @@ def _timing_inputs(spec, seed):
 
 
 def _score_path(namespace, spec):
-    """A function of the inputs that runs the spec's score path once, as the student wrote it."""
+    """A function of the inputs that runs the spec's score path once, as the student wrote it; with the
+    stand-ins of ``spec["stand_ins"]`` ({helper: stand-in}) in place of those helpers during each call."""
     length, max_relative = spec["length"], spec["max_relative"]
     if spec["path"] == "shaw":
         shaw_scores = namespace["shaw_scores"]
-        return lambda q, k, rel_k, table: shaw_scores(q, k, rel_k, max_relative)
-    t5_bias, biased_scores = namespace["t5_bias"], namespace["biased_scores"]
-    return lambda q, k, rel_k, table: biased_scores(q, k, t5_bias(length, length, table), scale=1.0)
+        path = lambda q, k, rel_k, table: shaw_scores(q, k, rel_k, max_relative)  # noqa: E731
+    else:
+        t5_bias, biased_scores = namespace["t5_bias"], namespace["biased_scores"]
+        path = lambda q, k, rel_k, table: biased_scores(q, k, t5_bias(length, length, table), scale=1.0)  # noqa: E731
+    swaps = {name: STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
+    if not swaps:
+        return path
+
+    def with_stand_ins(*inputs):
+        kept = {name: namespace.get(name) for name in swaps}
+        namespace.update(swaps)
+        try:
+            return path(*inputs)
+        finally:
+            namespace.update(kept)
+
+    return with_stand_ins
 
 
 def _synchronize(device):

@@ -71,3 +71,23 @@ def test_the_stand_in_helper_shows_every_setting_in_every_t5_bias_case():
             if settings[name] != default:
                 dropped = scrambled_buckets(grid, **{**settings, name: default}, key=key)
                 assert not torch.equal(given, dropped), (case.label, name)
+
+
+# --- One mistake, charged once: a wrong helper costs the timing tier nothing -------------------------------------
+
+@pytest.mark.parametrize("mistake_name, helper_task, path_test", [
+    ("i_minus_j", "relative_positions", "shaw_speed"),
+    ("bucket_sign_flipped", "t5_bucket", "t5_speed"),
+])
+def test_a_wrong_helper_costs_its_own_points_and_not_the_timing_of_the_path_that_calls_it(
+        grader, tmp_path, reference_text, mistake_name, helper_task, path_test):
+    from autograder.demo import MISTAKES, apply
+
+    mistake = next(m for m in MISTAKES if m.name == mistake_name)
+    path = tmp_path / f"{mistake_name}.py"
+    path.write_text(apply(mistake, reference_text))
+    tests = {test.id: test for test in grader.grade(path).tests}
+    assert any(not test.passed for test in tests.values() if test.task == helper_task)
+    timed = tests[path_test]
+    assert timed.passed, timed.output
+    assert "Timed with the grader's stand-in" in timed.output and "The rest of the path is yours" in timed.output
