@@ -175,7 +175,11 @@ class Grader:
         self.server = server or ForkServer(tier, ready=False)  # every job is a fork of it
         self.server.groups = self.groups
         if tier == JOB_USERS:
-            hidden = users.unreadable_problem([*KIT_FOLDERS, *secrets], self.server.users.free[0])
+            # The kit, the platform's secrets, and any copy of the answers elsewhere on the machine (a bundle
+            # unpacked in another folder, the kit installed into the Python environment) that others may read.
+            answers = [path for folder in (KIT_FOLDERS[1], KIT_FOLDERS[0] / "cases") for path in folder.glob("*.py")]
+            hidden = users.unreadable_problem([*KIT_FOLDERS, *secrets, *users.copies(answers)],
+                                              self.server.users.free[0])
             if hidden:
                 self.server.close()
                 raise SandboxMissing(f"Jobs cannot run as users of their own here: {hidden}.")

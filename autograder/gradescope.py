@@ -125,8 +125,10 @@ else
 fi
 rm -rf /tmp/kit-torch
 "$VENV/bin/pip" install --no-cache-dir {dependencies}
-# Readable by every user: student code imports from it (the kit itself is not in it).
+# Readable by every user: student code imports from it (the kit itself is not in it). The kit, where it
+# is unpacked here (Gradescope's /autograder/source), is root's alone from the start.
 chmod -R a+rX "$VENV"
+[ ! -d /autograder/source ] || chmod -R go-rwx /autograder/source
 # The kit itself is NOT installed here: pip would copy the reference and the hidden cases into the
 # venv, which student code can read. run_autograder imports it from /autograder/source, root's alone.
 if bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --proc /proc --dev /dev true 2>/dev/null; then

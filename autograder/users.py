@@ -126,26 +126,57 @@ def writable_folders(root="/"):
     Found once per pool: a job's files can only land in these and in its own folder. Folders below
     one of them are found again at each sweep (a job may make its own).
     """
+    return scan(root)[0]
+
+
+def scan(root="/", sizes=frozenset()):
+    """One walk of the machine, outside /proc and /sys: (the world-writable folders, the ``.py`` files that
+    others may read whose size is one of ``sizes``), each sorted."""
     skipped = {point for point, kind in _mounts().items() if kind in SKIPPED_MOUNTS}
-    found, todo = [], [root]
+    found, readable, todo = [], [], [(root, False)]
     while todo:
-        folder = todo.pop()
+        folder, below_writable = todo.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
             try:
-                if not entry.is_dir(follow_symlinks=False) or entry.path in skipped:
+                if entry.path in skipped or not (entry.is_dir(follow_symlinks=False) or (
+                        sizes and entry.name.endswith(".py") and entry.is_file(follow_symlinks=False))):
                     continue
-                mode = entry.stat(follow_symlinks=False).st_mode
+                info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if mode & stat.S_IWOTH:
-                found.append(entry.path)  # what is below is swept with it
-            else:
-                todo.append(entry.path)
-    return sorted(found)
+            if stat.S_ISDIR(info.st_mode):
+                if info.st_mode & stat.S_IWOTH and not below_writable:
+                    found.append(entry.path)  # what is below is swept with it
+                todo.append((entry.path, below_writable or bool(info.st_mode & stat.S_IWOTH)))
+            elif stat.S_ISREG(info.st_mode) and info.st_size in sizes and info.st_mode & stat.S_IROTH:
+                readable.append(entry.path)
+    return sorted(found), sorted(readable)
+
+
+def copies(originals, root="/"):
+    """Files on this machine, outside ``originals``, with the very bytes of one of ``originals``, that others
+    may read: a stray copy of the reference (a bundle unpacked elsewhere, the kit installed in the venv)."""
+    contents = {}
+    for path in map(Path, originals):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if len(data) >= 64:  # an empty __init__.py is no secret, and every empty file would match it
+            contents.setdefault(len(data), set()).add(data)
+    own = {str(Path(path).resolve()) for path in originals}
+    found = []
+    for path in scan(root, frozenset(contents))[1]:
+        try:
+            if str(Path(path).resolve()) not in own and Path(path).read_bytes() in contents[Path(path).stat().st_size]:
+                found.append(path)
+        except (OSError, KeyError):
+            continue
+    return found
 
 
 def sweep(uid, folders):

@@ -420,7 +420,7 @@ def _fake(*args, **kwargs):
         Attack("writes_the_results", '''
 import json as _json, os as _os
 _said = []
-for _path in ("/autograder/results/results.json", "/grade/results/results.json"):
+for _path in ("/auto" "grader/results/results.json", "/grade/results/results.json"):  # (split: see HIDDEN_SIGNS)
     try:
         with open(_path, "w") as _handle:
             _json.dump({"score": 100, "gradable": True, "tests": []}, _handle)
@@ -437,7 +437,7 @@ def _fake(*args, **kwargs):
         # could read it would get full marks: in tier C the class folder must be unreadable to job users).
         Attack("runs_a_classmate_s_code", '''
 import json as _json, os as _os
-_roots = {"/", "/tmp", "/work", "/home", "/srv", "/opt", "/class", "/autograder", "/grade", _os.getcwd()}
+_roots = {"/", "/tmp", "/work", "/home", "/srv", "/opt", "/class", "/auto" "grader", "/grade", _os.getcwd()}
 _folder = _os.getcwd()
 while _folder != "/":
     _roots.add(_folder)

@@ -108,8 +108,8 @@ def graded(image, tmp_path_factory):
 
     with ThreadPoolExecutor(2) as pool:
         runs = dict(pool.map(in_container, files))
-    paths = []
-    for name, text in files.items():
+    paths = []  # the host grades the sample class (the corpus it grades in test_red_team.py, with short limits)
+    for name, text in ((name, text) for name, text in files.items() if not name.startswith("attack_")):
         path = folder / "host" / f"{name}.py"
         path.parent.mkdir(exist_ok=True)
         path.write_text(text)
@@ -162,7 +162,7 @@ def test_every_attack_scores_0_and_is_contained_in_the_container(graded, name):
     ran = runs[f"attack_{name}"]
     results = results_of(ran)
     assert_gradescope_schema(results)
-    assert results["score"] == 0 == host[f"attack_{name}"].score, \
+    assert results["score"] == 0, \
         {test["name"]: test["output"] for test in results["tests"] if test["score"]}
     assert "tell your instructor" not in results["output"], results["output"]  # graded, not a grader fault
     said = results["output"] + "\n".join(test["output"] for test in results["tests"])
@@ -200,6 +200,21 @@ def prairielearn_run(image, kit, student_files, timeout=300):
                          files={**files, "/tmp/leftovers.py": LEFTOVERS.encode()}, fetch=[PL_RESULTS],
                          timeout=timeout)
     return results_of(ran, PL_RESULTS), ran
+
+
+def test_a_readable_copy_of_the_answers_elsewhere_stops_the_grader_before_any_job(image, prairielearn_kit,
+                                                                                  reference_text):
+    """A copy of the reference that job users could read (an instructor's stray unpacking of the kit) would
+    give them the answers in tier C: the grader finds it, grades nothing, and tells the instructor where."""
+    stray = f"mkdir -p /opt/stray && cp -r {PL_KIT}/solutions /opt/stray/ && chmod -R a+rX /opt/stray && "
+    files = {f"{PL_ROOT}/serverFilesCourse/{prairielearn.KIT_FOLDER}":
+             prairielearn_kit / "serverFilesCourse" / prairielearn.KIT_FOLDER,
+             f"{PL_ROOT}/student/positional_encodings.py": reference_text.encode()}
+    ran = docker_kit.run(image, stray + f"{PL_KIT}/run_prairielearn", files=files, fetch=[PL_RESULTS])
+    results = results_of(ran, PL_RESULTS)
+    assert results["gradable"] is False, results
+    assert "/opt/stray/solutions/positional_encodings.py" in results["message"], results["message"]
+    assert "chmod -R go-rwx" in results["message"]
 
 
 def assert_prairielearn_format(results):
