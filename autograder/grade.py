@@ -99,7 +99,7 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
     A test with ``needs`` gives its points only when the test it needs (of the same task, scored first)
     passed or failed with a named mistake: see rubric.Test.
     """
-    graded, works = [], {}
+    graded, works, charged = [], {}, {}  # charged: {named mistake: the test that took its points}
     for test in tests:
         functions = " and ".join(rubric.TASK_BY_NAME[test.task].functions)
         if failure:
@@ -113,6 +113,13 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
                 verdict, unchecked = None, True
                 problems.append(f"{case.label}: the grader could not check this output ({inert(repr(error))}), "
                                 "through no fault of yours; please report it.")
+            if verdict is not None and not verdict.passed and verdict.mistake and verdict.mistake in charged:
+                # One mistake, charged once: the case shows the mistake an earlier test of the task took its
+                # points for, and nothing else.
+                said = f"{case.label} shows the mistake already counted in {charged[verdict.mistake]}, and no other."
+                if said not in remarks:
+                    remarks.append(said)
+                continue
             if verdict is not None and not verdict.passed:
                 problems.append(verdict.message)
                 named = verdict.mistake
@@ -120,6 +127,8 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
                 remarks.append(verdict.message)
             if problems:
                 break  # the first failing case is the one worth reading
+        if problems and named:
+            charged.setdefault(named, test.id)
         works[test.id] = not problems or bool(named)
         if not problems and test.needs and not works.get(test.needs, False):
             problems.append(f"{functions} refuses these arguments as it should, but it does not work on valid "

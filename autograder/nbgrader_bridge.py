@@ -80,7 +80,10 @@ def run_test(test_id, namespace):
     cases, plan = _cases_and_plan()
     # A fresh copy of the inputs for every call: the student's code may change a tensor in place.
     probes = torch.load(io.BytesIO(plan.data), weights_only=True)
-    scored = [rubric.TEST_BY_ID[test.needs], test] if test.needs else [test]  # see rubric.Test.needs
+    # The task's tests up to this one, in the rubric's order: a test may need another (rubric.Test.needs), and a
+    # mistake charged in an earlier test is not charged again here (grade.score_tests).
+    task_tests = rubric.tests_of(test.task)
+    scored = list(task_tests[:task_tests.index(test) + 1])
     probes = [probe for task in probes["tasks"] if task["task"] == test.task for probe in task["probes"]
               if any(probe["id"].startswith(one.id + "/") for one in scored)]
     # nbgrader gives a cell 0 points for any text on stderr: keep the student's warnings out of it.

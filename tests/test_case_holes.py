@@ -91,3 +91,30 @@ def test_a_wrong_helper_costs_its_own_points_and_not_the_timing_of_the_path_that
     timed = tests[path_test]
     assert timed.passed, timed.output
     assert "Timed with the grader's stand-in" in timed.output and "The rest of the path is yours" in timed.output
+
+
+def test_a_mistake_is_charged_once_within_its_task(grader, tmp_path, reference_text):
+    """Swapped sin and cos fail the value test, and the edge cases too; it cost 9 of the task's 13 points. Now
+    the edge-case test, where the swap is all that is wrong, keeps its points and says why."""
+    from autograder import rubric
+    from autograder.demo import MISTAKES, apply
+
+    mistake = next(m for m in MISTAKES if m.name == "sin_cos_swapped")
+    path = tmp_path / "swapped.py"
+    path.write_text(apply(mistake, reference_text))
+    tests = {test.id: test for test in grader.grade(path).tests}
+    assert not tests["sinusoidal_values"].passed and mistake.says in tests["sinusoidal_values"].output
+    edge = tests["sinusoidal_edge_cases"]
+    assert edge.passed and "already counted in sinusoidal_values" in edge.output, edge.output
+    assert sum(t.score for t in tests.values() if t.task == "sinusoidal") == \
+        rubric.task_points("sinusoidal") - rubric.TEST_BY_ID["sinusoidal_values"].points
+
+
+def test_an_edge_case_mistake_of_its_own_still_costs_the_edge_case_points(grader, tmp_path, reference_text):
+    path = tmp_path / "one_position.py"
+    path.write_text(reference_text + "\n\n_table = sinusoidal_table\n\n\ndef sinusoidal_table(num_positions, d_model, "
+                    "base=10000.0, *, dtype=torch.float32):\n    if num_positions == 1:\n"
+                    "        return torch.ones(1, d_model, dtype=dtype)\n"
+                    "    return _table(num_positions, d_model, base, dtype=dtype)\n")
+    tests = {test.id: test for test in grader.grade(path).tests}
+    assert tests["sinusoidal_values"].passed and not tests["sinusoidal_edge_cases"].passed

@@ -1,7 +1,8 @@
 """Each bundled one-mistake submission loses the points of its own task and no other, and is named in feedback.
 
-The one exception is the timing tier: a path is timed only once all of its tasks are correct, so a mistake
-in a task on a timed path also costs that path's timing points (and only that path's).
+The one exception is the timing tier: a path is timed only once its own tasks are correct, so a mistake in
+one of them also costs that path's timing points (and only that path's); a mistake in a helper the path
+calls does not (the path is timed with the grader's stand-in for it).
 """
 
 import pytest
