@@ -186,8 +186,7 @@ class Grader:
         if tier == JOB_USERS:
             # The kit, the platform's secrets, and any copy of the answers elsewhere on the machine (a bundle
             # unpacked in another folder, the kit installed into the Python environment) that others may read.
-            answers = [path for folder in (KIT_FOLDERS[1], KIT_FOLDERS[0] / "cases") for path in folder.glob("*.py")]
-            hidden = users.unreadable_problem([*KIT_FOLDERS, *secrets, *users.copies(answers)],
+            hidden = users.unreadable_problem([*KIT_FOLDERS, *secrets, *self.server.users.copies()],
                                               self.server.users.free[0])
             if hidden:
                 self.server.close()

@@ -39,6 +39,8 @@ WORKER = Path(__file__).with_name("worker.py")
 # The grader's package and the reference: hidden inside the sandbox even where they were installed into
 # the Python environment that it mounts (pip install ., not -e), by an empty folder mounted over them.
 KIT_FOLDERS = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "solutions")
+# The answers: where jobs run as users of their own, no readable copy of these may be anywhere (users.copies).
+ANSWERS = tuple(path for folder in (KIT_FOLDERS[1], KIT_FOLDERS[0] / "cases") for path in sorted(folder.glob("*.py")))
 POLL_SECONDS = 0.02
 KEEPER_LINE_BYTES = 64 * 1024
 
@@ -370,7 +372,7 @@ class ForkServer:
         self.isolate = self.sandboxed if isolate is None else isolate and self.sandboxed
         self.groups = groups
         # Tier C: each job runs as a user of its own, from this pool (shared with the servers made for it)
-        self.users = users if users is not None or self.tier != JOB_USERS else _users.UserPool()
+        self.users = users if users is not None or self.tier != JOB_USERS else _users.UserPool(originals=ANSWERS)
         self._own_users = users is None and self.users is not None
         self._lock = threading.Lock()
         self._ready = threading.Lock()
@@ -587,7 +589,7 @@ class Job:
             try:
                 children = [int(child) for child in Path(f"/proc/{first}/task/{first}/children").read_text().split()]
             except OSError:
-                children = []
+                return None  # the first process is gone: no runner will come
             if children:
                 return children[0]
             if time.monotonic() >= deadline:

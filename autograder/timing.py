@@ -50,7 +50,7 @@ import torch
 from autograder import protocol, rubric
 from autograder.loop_check import findings
 from autograder.inert import inert
-from autograder.sandbox import _descendants, frame, send_all, tail
+from autograder.sandbox import JOB_USERS, frame, send_all, tail
 
 SAMPLES = 96  # output entries compared after each timed pair (and after the call measured for memory)
 SETUP_SECONDS = 60.0  # start, import torch, build the inputs and warm up
@@ -183,9 +183,8 @@ class ServeChild:
         runner = self.worker_pid
         if runner is None:
             return ""
-        group = self.job.group
-        processes = set(group.processes()) if group is not None else {runner, *_descendants(runner)}
-        first = self.job._first_host_pid() if group is not None else None
+        processes = self.job.processes()  # its control group's, or its user's, or the runner's tree
+        first = self.job._first_host_pid() if self.job.group is not None else None
         others = sorted(processes - {runner, first})
         if others:
             return f"held {len(others)} other process(es)"
@@ -462,8 +461,6 @@ def timing_clock(tier, allowance=None):
     process, which the job users' filter ensures for a timing job (tier C); elsewhere the tier is skipped
     by the rubric's rule for a machine without a reliable clock (rubric.TIMING_UNRELIABLE_CLOCK).
     """
-    from autograder.sandbox import JOB_USERS
-
     allowance = cpu_allowance() if allowance is None else allowance
     if allowance >= 1:
         return "wall", ""

@@ -58,13 +58,15 @@ def problem():
         return "this system has no Linux users and /proc to keep jobs apart"
     if os.geteuid() != 0:
         return "the grader does not run as root, so it cannot give each job a user of its own"
-    probe = subprocess.run([sys.executable, "-I", "-c", "import sys\n"
-                            "try:\n import seccomp\nexcept ImportError:\n import pyseccomp as seccomp\n"
-                            "seccomp.SyscallFilter(seccomp.ALLOW)"], capture_output=True, text=True)
-    if probe.returncode:
-        said = (probe.stderr.strip().splitlines() or ["no message"])[-1]
-        return (f"libseccomp's Python binding does not load in {sys.executable} ({said}); install pyseccomp "
-                "(pip) and libseccomp2 (apt)")
+    try:  # the binding the worker loads (worker._seccomp_binding), in this same Python
+        try:
+            import seccomp
+        except ImportError:
+            import pyseccomp as seccomp
+        seccomp.SyscallFilter(seccomp.ALLOW)
+    except Exception as error:  # noqa: BLE001  (a missing libseccomp2 is an OSError, a missing binding an ImportError)
+        return (f"libseccomp's Python binding does not load in {sys.executable} ({type(error).__name__}: "
+                f"{error}); install pyseccomp (pip) and libseccomp2 (apt)")
     try:
         job_uids()
     except ValueError as error:
@@ -157,20 +159,29 @@ def scan(root="/", sizes=frozenset()):
     return sorted(found), sorted(readable)
 
 
-def copies(originals, root="/"):
-    """Files on this machine, outside ``originals``, with the very bytes of one of ``originals``, that others
-    may read: a stray copy of the reference (a bundle unpacked elsewhere, the kit installed in the venv)."""
+def _contents(originals):
+    """{size: {bytes}} of ``originals``, those of 64 bytes or more (an empty __init__.py is no secret, and
+    every empty file would match it)."""
     contents = {}
     for path in map(Path, originals):
         try:
             data = path.read_bytes()
         except OSError:
             continue
-        if len(data) >= 64:  # an empty __init__.py is no secret, and every empty file would match it
+        if len(data) >= 64:
             contents.setdefault(len(data), set()).add(data)
+    return contents
+
+
+def copies(originals, root="/", candidates=None):
+    """Files on this machine, outside ``originals``, with the very bytes of one of ``originals``, that others
+    may read: a stray copy of the reference (a bundle unpacked elsewhere, the kit installed in the venv).
+
+    ``candidates``: the files of the right sizes, where a ``scan`` already found them (else one is made)."""
+    contents = _contents(originals)
     own = {str(Path(path).resolve()) for path in originals}
     found = []
-    for path in scan(root, frozenset(contents))[1]:
+    for path in scan(root, frozenset(contents))[1] if candidates is None else candidates:
         try:
             if str(Path(path).resolve()) not in own and Path(path).read_bytes() in contents[Path(path).stat().st_size]:
                 found.append(path)
@@ -272,22 +283,32 @@ class PoolFailed(RuntimeError):
 class UserPool:
     """The pool of job users; ``acquire`` one for a job, ``release`` it when the job has ended."""
 
-    def __init__(self, uids=None):
+    def __init__(self, uids=None, originals=()):
+        """``originals``: the files no job may read a copy of (the answers); see ``copies``."""
         self.free = list(uids if uids is not None else job_uids())
         self.lost = []  # ids whose processes would not die: never used again
         self._changed = threading.Condition()
         self.root = tempfile.mkdtemp(prefix="autograder-jobs-")
         os.chmod(self.root, 0o711)  # each user may enter its own folder, and list none
-        self._folders = []
-        self._scan = threading.Thread(target=lambda: self._folders.extend(writable_folders()), daemon=True)
-        self._scan.start()  # a second or so on a large file system, while the first job starts
+        self.originals = list(originals)
+        self._found = [[], []]  # (world-writable folders, files of the originals' sizes), once the walk is done
+        sizes = frozenset(_contents(self.originals))
+        # One walk of the machine, a second or so on a large file system, while the server imports torch.
+        self._scan = threading.Thread(target=lambda: self._found.__setitem__(slice(None), scan("/", sizes)),
+                                      daemon=True)
+        self._scan.start()
         self._count = 0
 
     @property
     def folders(self):
         """The world-writable folders of this machine (see ``writable_folders``)."""
         self._scan.join()
-        return self._folders
+        return self._found[0]
+
+    def copies(self):
+        """The readable copies of ``originals`` on this machine (see ``copies``), from the pool's one walk."""
+        self._scan.join()
+        return copies(self.originals, candidates=self._found[1])
 
     def acquire(self, timeout=120.0):
         """A user for one job, with a fresh empty folder of its own; raises PoolFailed if none frees up."""

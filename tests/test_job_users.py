@@ -103,7 +103,7 @@ def test_a_pool_gives_each_job_a_folder_of_its_own_and_takes_back_nothing_of_the
     shared.chmod(0o1777)
     pool = users.UserPool([UID, OTHER])
     pool._scan.join()
-    pool._folders[:] = [str(shared)]  # the machine's world-writable folders, for this test: one of its own
+    pool._found[0] = [str(shared)]  # the machine's world-writable folders, for this test: one of its own
     try:
         first = pool.acquire()
         second = pool.acquire()
