@@ -14,10 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, rubric, timing, users
+from autograder import cgroups, diagnosis, rubric, timing, users
 from autograder.inert import inert
 from autograder.build import REFERENCE, strip_markers
-from autograder.cases import build_cases
+from autograder.cases import build_cases, hints_of
+from autograder.cases.common import Verdict
 from autograder.load import LoadError, load, submission_name
 from autograder.sandbox import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
                                 resolve_sandbox, run_submission, serialize_plan)
@@ -98,21 +99,54 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
     encodes it); ``failure`` says why a task has no results at all (it hung).
     A test with ``needs`` gives its points only when the test it needs (of the same task, scored first)
     passed or failed with a named mistake: see rubric.Test.
+    Where no known mistake explains a failure, the feedback adds under which condition the task's cases fail
+    (diagnosis.condition, over every case of the task that ran, probes included: they are worth nothing).
     """
     graded, works, charged = [], {}, {}  # charged: {named mistake: the test that took its points}
+    verdicts = {}
+
+    def verdict_of(case):
+        if case.id not in verdicts:
+            try:
+                verdicts[case.id] = case.check(results.get(case.id)), ""
+            except Exception as error:
+                verdicts[case.id] = None, (f"{case.label}: the grader could not check this output "
+                                           f"({inert(repr(error))}), through no fault of yours; please report it.")
+        return verdicts[case.id]
+
+    def observed(test_id=None):
+        found = []
+        for case in cases:
+            if case.features and results.get(case.id) is not None and test_id in (None, case.test):
+                verdict, _ = verdict_of(case)
+                if verdict is not None:
+                    found.append((case.features, not verdict.passed, verdict.raised))
+        return found
+
+    def when(test_id):
+        """Under which condition the cases fail: among the test's own cases first, then the task's."""
+        return diagnosis.condition(observed(test_id), observed(), hints=hints_of(tests[0].task))
+
+    def named_throughout(test_id, mistake):
+        """A mistake is named only when every failing case of the test that ran shows that mistake."""
+        for case in cases:
+            if case.test == test_id and results.get(case.id) is not None:
+                verdict, _ = verdict_of(case)
+                if verdict is not None and not verdict.passed and verdict.mistake != mistake:
+                    return False
+        return True
+
     for test in tests:
         functions = " and ".join(rubric.TASK_BY_NAME[test.task].functions)
         if failure:
             graded.append(TestResult(test.id, test.task, 0, test.points, f"{functions} did not finish: {failure}."))
             continue
-        problems, remarks, named, unchecked = [], [], "", False
-        for case in (case for case in cases if case.test == test.id):
-            try:
-                verdict = case.check(results.get(case.id))
-            except Exception as error:
-                verdict, unchecked = None, True
-                problems.append(f"{case.label}: the grader could not check this output ({inert(repr(error))}), "
-                                "through no fault of yours; please report it.")
+        problems, remarks, named, unchecked, first = [], [], "", False, None
+        for case in (case for case in cases if case.test == test.id and case.scored):
+            verdict, fault = verdict_of(case)
+            if verdict is None:
+                unchecked = True
+                problems.append(fault)
             if verdict is not None and not verdict.passed and verdict.mistake and verdict.mistake in charged:
                 # One mistake, charged once: the case shows the mistake an earlier test of the task took its
                 # points for, and nothing else.
@@ -121,8 +155,11 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
                     remarks.append(said)
                 continue
             if verdict is not None and not verdict.passed:
+                if verdict.mistake and not named_throughout(test.id, verdict.mistake):
+                    # it explains this case, but not all the test's failures: it is not the mistake made
+                    verdict = Verdict(False, verdict.unnamed, raised=verdict.raised)
                 problems.append(verdict.message)
-                named = verdict.mistake
+                named, first = verdict.mistake, (case, verdict)
             elif verdict is not None and verdict.message and verdict.message not in remarks:
                 remarks.append(verdict.message)
             if problems:
@@ -136,6 +173,16 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
                             "checking arguments go to a function that also computes its result.")
         if problems:
             output = problems[0]
+            if first is not None and not named:
+                case, verdict = first
+                if verdict.raised:
+                    error = (results.get(case.id) or {}).get("error", {})
+                    sizes = diagnosis.sizes_in_error(error.get("message", ""), case.sizes)
+                    if sizes:
+                        output += f"\nThe sizes in that message: {sizes}."
+                condition = when(test.id)
+                if condition:
+                    output += f"\nWhen it goes wrong: {condition}"
             if "is not defined" in output and notes:
                 output += "\n" + "\n".join(notes)
             graded.append(TestResult(test.id, test.task, 0, test.points, output, unchecked))

@@ -84,3 +84,13 @@ def test_a_cause_is_printed_only_where_the_output_shows_it(tmp_path, reference_t
     assert "Likely cause: w_1 came out as 0.1" in run.stdout, run.stdout[-3000:]
     assert "the base argument is not used" not in run.stdout and "use the base argument" not in run.stdout
     assert "What this check expects: w_k = base ** (-2k / d_model), with the base given." in run.stdout
+
+
+def test_a_mistake_no_check_knows_is_told_how_the_output_relates_to_the_expected_one(tmp_path, reference_text):
+    """A bias of the wrong sign is in no check's list of causes: the check says how its output goes wrong."""
+    negated = ("\n\n_bias = t5_bias\n\n\ndef t5_bias(*args, **kwargs):\n    return -_bias(*args, **kwargs)\n")
+    run = _pytest(_student_folder(tmp_path, reference_text + negated), "-k", "t5_bias")
+    assert run.returncode == 1
+    assert "How it goes wrong: every entry has the opposite sign of the expected one" in run.stdout, \
+        run.stdout[-3000:]
+    assert not [line for line in run.stdout.splitlines() if line.startswith("E") and "Likely cause:" in line]

@@ -11,6 +11,8 @@ student's self-check tests use a copy of it (``checks.py``, made by
 ``python -m autograder build``), the static loop check (loop_check.py) included.
 """
 
+import itertools
+
 import torch
 
 
@@ -1251,18 +1253,21 @@ def likely_cause(got, expected, causes, *, atol=1e-5, rtol=1e-5):
 
 
 def assert_close(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dtype=True, hint=None,
-                 causes=()):
+                 causes=(), axes=None):
     """``mismatch`` as an assertion for pytest.
 
     It fails with the message (type, dtype, shape, or the first wrong value), then the likely cause when
-    ``likely_cause`` can tell it from the output (``causes``: what known mistakes return here), then
+    ``likely_cause`` can tell it from the output (``causes``: what known mistakes return here), or else how
+    the output relates to the expected one when ``relation`` can tell (``axes``: the axes' names), then
     ``hint``, the convention the check holds the output to, which is no diagnosis and is said as such.
     """
     message = mismatch(got, expected, what=what, atol=atol, rtol=rtol, check_dtype=check_dtype)
     if message is None:
         return
     cause = likely_cause(got, expected, causes, atol=atol, rtol=rtol)
+    how = None if cause else relation(got, expected, atol=atol, rtol=rtol, axes=axes)
     raise AssertionError(message + (f"\nLikely cause: {cause.rstrip('.')}." if cause else "")
+                         + (f"\nHow it goes wrong: {how}" if how else "")
                          + (f"\nWhat this check expects: {hint}" if hint else ""))
 
 
@@ -1284,3 +1289,267 @@ def assert_raises(exception, function, *args, hint=None, **kwargs):
         raise AssertionError(f"{what} raised {type(error).__name__} ({error}); expected {exception.__name__}."
                              + likely) from None
     raise AssertionError(f"{what} returned without raising {exception.__name__}." + likely)
+
+
+# --- how a wrong output relates to the right one ----------------------------------------------------------
+# These read only the two tensors, so they hold no answer: the grader runs them on its side, and the self-checks
+# run them on what the student's function returned. Each sentence states a fact about the output (never a
+# cause), so it cannot name a wrong mistake; the caller adds what the fact usually means.
+
+_MAX_PERMUTED_AXIS = 64  # slices compared one against another along an axis up to this long
+
+
+def _scalar_tolerance(atol):
+    return float(torch.as_tensor(atol, dtype=torch.float64).max()) if torch.is_tensor(atol) else float(atol)
+
+
+def _axis_names(shape, axes):
+    names = list(axes or ())
+    if len(names) != len(shape):
+        names = [f"axis {a}" for a in range(len(shape))]
+    return names
+
+
+def _close(a, b, atol, rtol):
+    return tuple(a.shape) == tuple(b.shape) and bool((((a - b).abs()) <= atol + rtol * b.abs()).all())
+
+
+def _runs(indices):
+    """[0, 1, 2, 5] -> "0..2 and 5"."""
+    indices = sorted(indices)
+    parts, start = [], None
+    for position, value in enumerate(indices):
+        if start is None:
+            start = value
+        if position + 1 == len(indices) or indices[position + 1] != value + 1:
+            parts.append(str(start) if start == value else f"{start}..{value}")
+            start = None
+    shown = parts[:4] + (["..."] if len(parts) > 4 else [])
+    return ", ".join(shown[:-1]) + " and " + shown[-1] if len(shown) > 1 else shown[0]
+
+
+def _named_factor(c, factors):
+    for name, value in (factors or {}).items():
+        if value and abs(c - value) <= 1e-3 * abs(value):
+            return f"{name} = {value:.4g}"
+    return f"{c:.4g}"
+
+
+def _whole(g, e, atol, rtol, names, factors, exact):
+    """A relation that holds on every entry, or None."""
+    if not _close(g, e, atol, rtol) and _close(g, -e, atol, rtol) and bool((e != 0).any()):
+        return "every entry has the opposite sign of the expected one (a sign flipped, or the difference taken the other way round)"
+    if g.dim() >= 2 and g.shape[-1] == g.shape[-2] > 1 and _close(g, e.transpose(-1, -2), atol, rtol):
+        return f"it is the expected output transposed: the {names[-2]} and {names[-1]} axes are swapped"
+    if g.dim() >= 1 and g.shape[-1] > 1 and _close(g, e.softmax(-1), atol, rtol):
+        return (f"it is the softmax of the expected output over the {names[-1]} axis: the values asked for are "
+                "the scores before any softmax")
+    offset = float((g - e).mean())
+    if abs(offset) > atol and _close(g, e + offset, atol, rtol) and (exact or e.numel() == 1):
+        if exact and offset == round(offset):
+            return f"every entry is {abs(int(offset))} {'too high' if offset > 0 else 'too low'}"
+        return f"every entry is off by the same constant, {offset:+.4g}"
+    energy = float((e * e).sum())
+    if energy > 0:
+        c = float((g * e).sum()) / energy
+        if abs(c - 1) > 1e-3 and abs(c) > 1e-12 and _close(g, c * e, atol, rtol):
+            return f"every entry is the expected one times a constant factor {_named_factor(c, factors)}"
+    if abs(offset) > atol and _close(g, e + offset, atol, rtol):
+        return f"every entry is off by the same constant, {offset:+.4g}"
+    if e.numel() > 2 and float(e.var()) > 0:
+        flat_e, flat_g = e.flatten(), g.flatten()
+        a = float(((flat_e - flat_e.mean()) * (flat_g - flat_g.mean())).sum() / ((flat_e - flat_e.mean()) ** 2).sum())
+        b = float(flat_g.mean() - a * flat_e.mean())
+        if abs(a) > 1e-12 and _close(g, a * e + b, atol, rtol):
+            return f"every entry is {_named_factor(a, factors)} times the expected one, plus {b:+.4g}"
+    for axis, size in enumerate(g.shape):
+        if size > 1 and _close(g, e.flip(axis), atol, rtol):
+            return f"it is the expected output reversed along the {names[axis]} axis"
+    for axis, size in enumerate(g.shape):
+        if size > 2:
+            ahead, behind = g.narrow(axis, 1, size - 1), e.narrow(axis, 0, size - 1)
+            if _close(ahead, behind, atol, rtol):
+                return (f"it is the expected output shifted by one along the {names[axis]} axis: your entry at "
+                        f"index i is the expected entry at i - 1 (something counted from 1 instead of 0?)")
+            if _close(g.narrow(axis, 0, size - 1), e.narrow(axis, 1, size - 1), atol, rtol):
+                return (f"it is the expected output shifted by one along the {names[axis]} axis: your entry at "
+                        f"index i is the expected entry at i + 1")
+    for axis, size in enumerate(g.shape):
+        if 1 < size <= _MAX_PERMUTED_AXIS:
+            order = []
+            for i in range(size):
+                mine = g.select(axis, i)
+                match = [j for j in range(size) if _close(mine, e.select(axis, j), atol, rtol)]
+                if not match:
+                    break
+                order.append(match[0])
+            if len(order) == size and sorted(order) == list(range(size)) and order != list(range(size)):
+                first = next(i for i in range(size) if order[i] != i)
+                return (f"the slices along the {names[axis]} axis are the expected ones in another order "
+                        f"(your {names[axis]} {first} is the expected {names[axis]} {order[first]})")
+    return None
+
+
+def _span(name, first, last):
+    return f"{name} {first}" if first == last else f"{name} {first}..{last}"
+
+
+def _where_wrong(wrong, names, coordinates, e, exact):
+    """Where the wrong entries lie, when they lie somewhere one can name (at most two facts); else []."""
+    facts = []
+    if bool(wrong.any()) and not bool(wrong.all()):
+        for name, values in (coordinates or {}).items():
+            values = torch.as_tensor(values, dtype=torch.float64).expand(wrong.shape)
+            if values[wrong].min() > values[~wrong].max():
+                facts.append(f"right for {name} up to {_number(values[~wrong].max().item())}, wrong from "
+                             f"{_number(values[wrong].min().item())} on")
+                break
+            if values[wrong].max() < values[~wrong].min():
+                facts.append(f"wrong for {name} up to {_number(values[wrong].max().item())}, right from "
+                             f"{_number(values[~wrong].min().item())} on")
+                break
+            low, high = values[wrong].min(), values[wrong].max()
+            if not bool(((values >= low) & (values <= high) & ~wrong).any()):
+                facts.append(f"wrong only for {name} from {_number(low.item())} to {_number(high.item())}, right "
+                             "below and above")
+                break
+    if tuple(names[-2:]) == ("query", "key") and wrong.shape[-1] > 1 and wrong.shape[-2] > 1 \
+            and not bool(wrong.all()):
+        i = torch.arange(wrong.shape[-2])[:, None]
+        j = torch.arange(wrong.shape[-1])[None, :]
+        anywhere = wrong.reshape(-1, wrong.shape[-2], wrong.shape[-1]).any(0)
+        q, k = names[-2], names[-1]
+        for region, words in (((j > i), f"where the {k} index is above the {q} index (j > i)"),
+                              ((j < i), f"where the {k} index is below the {q} index (j < i)"),
+                              ((j == i), "on the diagonal (j == i)"), ((j != i), "off the diagonal (j != i)")):
+            if bool(anywhere.any()) and not bool((anywhere & ~region).any()):
+                facts.append(f"wrong only {words}" + ("" if bool(anywhere[region].all()) else ", not everywhere there"))
+                break
+    generic = all(name == f"axis {a}" for a, name in enumerate(names))
+    for axis, size in enumerate(wrong.shape):
+        if size < 2 or len(facts) >= 2 or (facts and generic):  # "axis 0 1910..1990" adds nothing to a named fact
+            continue
+        bad = [i for i in range(size) if bool(wrong.select(axis, i).any())]
+        if len(bad) == size:
+            continue
+        name = names[axis]
+        if bad == list(range(bad[0], size)):
+            facts.append(f"right for {_span(name, 0, bad[0] - 1)}, wrong from {name} {bad[0]} on")
+        elif bad == list(range(0, bad[-1] + 1)):
+            facts.append(f"wrong for {_span(name, 0, bad[-1])}, right from {name} {bad[-1] + 1} on")
+        elif size >= 4 and bad == list(range(1, size, 2)):
+            facts.append(f"wrong at every odd {name} (1, 3, 5, ...), right at the even ones")
+        elif size >= 4 and bad == list(range(0, size, 2)):
+            facts.append(f"wrong at every even {name} (0, 2, 4, ...), right at the odd ones")
+        elif generic:
+            continue  # a list of indices of an unnamed axis tells the student nothing
+        elif size - len(bad) == 1:
+            facts.append(f"right only at {name} {next(i for i in range(size) if i not in bad)}")
+        else:
+            facts.append(f"wrong only at {name} {_runs(bad)}")
+    if exact and not facts and bool(wrong.any()) and not bool(wrong.all()):
+        low_wrong, high_right = e[wrong].min(), e[~wrong].max()
+        if low_wrong > high_right:
+            facts.append(f"right where the expected value is below {_number(low_wrong.item())}, wrong from "
+                         "there on")
+    return facts[:2]
+
+
+def _term_relation(g, e, atol, rtol, terms, factors):
+    """"the bias enters with factor -1 where 1 is expected": the difference is a multiple of one term."""
+    d = g - e
+    for name, (term, coefficient) in (terms or {}).items():
+        t = torch.as_tensor(term).detach().to("cpu", torch.float64)
+        try:
+            t = t.expand(d.shape)
+        except RuntimeError:
+            continue
+        energy = float((t * t).sum())
+        if energy == 0:
+            continue
+        c = float((d * t).sum()) / energy
+        if abs(c) > 1e-9 and _close(d, c * t, atol, rtol):
+            yours = coefficient + c
+            if abs(yours) <= 1e-4 * abs(coefficient):
+                return f"the term {name} is missing: the rest of the output is right"
+            return (f"the term {name} enters with the factor {_named_factor(yours, factors)} where "
+                    f"{_named_factor(coefficient, factors) if coefficient != 1 else '1'} is expected; the rest of "
+                    "the output is right")
+    return None
+
+
+def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, coordinates=None, terms=None):
+    """How ``got`` goes wrong against ``expected``, in one sentence, when a simple relation or place says it.
+
+    ``axes`` names the expected output's axes (``("batch", "head", "query", "key")``); ``factors`` names
+    constants a factor may be (``{"1/sqrt(dh)": 0.354}``); ``coordinates`` gives, for named quantities, their
+    value at each entry (``{"|j - i|": tensor}``), to say "right up to 15, wrong from 16 on"; ``terms`` the
+    parts the right output is a sum of, each with its factor there (``{"bias": (bias, 1.0)}``), to say
+    "the bias enters with the factor -1 where 1 is expected". None when
+    nothing simple holds: then the first wrong entry and the largest error are all there is to say.
+    """
+    if not isinstance(got, torch.Tensor) or not isinstance(expected, torch.Tensor) or got.is_complex() \
+            or expected.is_complex() or not expected.numel():
+        return None
+    atol, exact = _scalar_tolerance(atol), not expected.is_floating_point()
+    g, e = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
+    if bool(torch.isnan(g).any()) or bool(torch.isinf(g).any()):
+        return None
+    names = _axis_names(e.shape, axes)
+    if tuple(g.shape) != tuple(e.shape):
+        return _shape_relation(g, e, atol, rtol, names)
+    if _close(g, e, atol, rtol):
+        return None
+    whole = _whole(g, e, atol, rtol, names, factors, exact) or _term_relation(g, e, atol, rtol, terms, factors)
+    if whole:
+        return whole + "."
+    wrong = ~((g - e).abs() <= atol + rtol * e.abs())
+    facts = _where_wrong(wrong, names, coordinates, e, exact)
+    d = (g - e)[wrong]
+    if not facts and exact and bool((d.abs() == 1).all()):
+        return (f"the output is off by one at {int(wrong.sum())} of {wrong.numel()} entries, each one "
+                + ("too high" if bool((d > 0).all()) else "too low" if bool((d < 0).all()) else "off, either way")
+                + ", and right elsewhere.")
+    if not facts:
+        if g.dim() >= 1 and g.shape[-1] > 1:
+            d = g - e
+            if _close(d, d[..., :1].expand_as(d), atol, rtol):
+                return (f"the output differs from the expected one by a constant along each row of the {names[-1]} "
+                        "axis (a different constant per row): a softmax over that axis would not see it, but the "
+                        "values asked for are the ones without it.")
+        return None
+    if exact and bool((d.abs() == 1).all()):
+        facts.append("each wrong entry one " + ("too high" if bool((d > 0).all()) else
+                                                 "too low" if bool((d < 0).all()) else "off, either way"))
+    elif bool((e[wrong] != 0).all()) and _close(g[wrong], -e[wrong], atol, rtol):
+        facts.append("with the opposite sign there")
+    share = f"{int(wrong.sum())} of {wrong.numel()} entries wrong"
+    return f"the output is {'; '.join(facts)} ({share})."
+
+
+def _shape_relation(g, e, atol, rtol, names):
+    if g.numel() == e.numel() and g.dim() == e.dim() and g.dim() <= 5:
+        for order in itertools.permutations(range(e.dim())):
+            if list(order) == list(range(e.dim())):
+                continue
+            moved = e.permute(order)
+            if tuple(moved.shape) == tuple(g.shape) and _close(g, moved, atol, rtol):
+                return (f"your output holds the expected values with its axes in another order: it is laid out "
+                        f"({', '.join(names[a] for a in order)}) where ({', '.join(names)}) is expected; "
+                        "move the axes with permute (or transpose).")
+            if _close(g.reshape(-1), moved.reshape(-1), atol, rtol):
+                return (f"your output holds the expected values in the memory order of ({', '.join(names[a] for a in order)}) "
+                        f"reshaped to {tuple(g.shape)}: a reshape keeps the memory order; to move axes use permute.")
+    if g.dim() == e.dim():
+        differs = [a for a in range(e.dim()) if g.shape[a] != e.shape[a]]
+        common = [min(a, b) for a, b in zip(g.shape, e.shape)]
+        if all(common):
+            gg, ee = g, e
+            for axis, size in enumerate(common):
+                gg, ee = gg.narrow(axis, 0, size), ee.narrow(axis, 0, size)
+            if _close(gg, ee, atol, rtol):
+                what = "; ".join(f"along the {names[a]} axis it has {g.shape[a]} entries where {e.shape[a]} are "
+                                 "expected" for a in differs)
+                return (f"your output agrees with the expected one where both have entries, but {what} (a length "
+                        "taken from the wrong argument?).")
+    return None

@@ -13,6 +13,11 @@ import torch
 from autograder import rubric
 
 
+def hints_of(task):
+    """What a task's conditions of failure usually mean: its module's ``HINTS`` (see diagnosis.condition)."""
+    return getattr(importlib.import_module(f"autograder.cases.{task}"), "HINTS", {})
+
+
 def build_cases(seed=rubric.SEED):
     by_task = {}
     for number, task in enumerate(rubric.TASK_NAMES):
@@ -20,10 +25,14 @@ def build_cases(seed=rubric.SEED):
         rng = random.Random(f"{seed}:{task}")
         generator = torch.Generator().manual_seed(seed * 100 + number)
         cases = module.build(rng, generator)
-        counts = {}
+        counts, probes = {}, {}
         for case in cases:
-            counts[case.test] = counts.get(case.test, 0) + 1
-            case.id = f"{case.test}/{counts[case.test]}"
+            if case.scored:
+                counts[case.test] = counts.get(case.test, 0) + 1
+                case.id = f"{case.test}/{counts[case.test]}"
+            else:  # a probe for the diagnosis: numbered apart, so the scored cases keep their ids
+                probes[case.test] = probes.get(case.test, 0) + 1
+                case.id = f"{case.test}/probe{probes[case.test]}"
             case.probe["id"] = case.id
         known = {test.id for test in rubric.tests_of(task)}
         if set(counts) != known:

@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from autograder.compare import mismatch
+from autograder.compare import mismatch, relation
 
 
 @dataclass
@@ -21,6 +21,8 @@ class Verdict:
     passed: bool
     message: str = ""  # on a pass, an optional note (partial credit carried forward)
     mistake: str = ""  # on a failure, the known mistake that explains the whole output, when one does
+    raised: bool = False  # on a failure, the call raised (or was not written)
+    unnamed: str = ""  # the message without the mistake's name, for when other cases show it is not that one
 
 
 @dataclass
@@ -30,6 +32,11 @@ class Case:
     probe: dict  # sent to the worker (no expected value in it)
     check: Callable[[dict], Verdict]
     id: str = field(default="")
+    # What sets this case apart, for telling under which condition a task fails (autograder/diagnosis.py):
+    # {"lengths": "Lq != Lk", "dtype": "float64", "Lq": 5, ...}; numbers are sizes an error message may quote.
+    features: dict = field(default_factory=dict)
+    sizes: dict = field(default_factory=dict)  # {"Lq": 5, "Lk": 9}: to say which size an error message quotes
+    scored: bool = True  # False: a probe for the diagnosis only, run with the others but worth no points
 
 
 @dataclass
@@ -70,6 +77,26 @@ def call_probe(name, args=(), kwargs=None, substitute=None):
     if substitute:
         probe["substitute"] = substitute
     return probe
+
+
+def lengths(length_q, length_k):
+    """The feature that tells square cases from the others."""
+    return "Lq == Lk" if length_q == length_k else "Lq != Lk"
+
+
+def size_one(*sizes):
+    """The feature that tells cases with an axis of length 1 (where squeeze() and friends bite)."""
+    return "a size of 1" if 1 in sizes else "no size of 1"
+
+
+def score_factors(head_dim, scale=None):
+    """The constants a wrong score is often off by, named for the relation's sentence."""
+    root = head_dim ** 0.5
+    factors = {"sqrt(dh)": root, "1/sqrt(dh)": 1 / root, "dh": float(head_dim), "1/dh": 1 / head_dim}
+    if scale is not None:
+        factors = {"scale": scale, "1/scale": 1 / scale, "sqrt(dh) * scale": root * scale,
+                   "1 / (sqrt(dh) * scale)": 1 / (root * scale), **factors}
+    return {name: value for name, value in factors.items() if value != 1}
 
 
 # --- reading what came back -------------------------------------------------------------
@@ -141,17 +168,22 @@ def _right_but_for_the_form(got, expected, atol, rtol):
 
 
 def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected_device="cpu",
-                 also_accept=None):
+                 also_accept=None, axes=None, factors=None, coordinates=None, advice=(), terms=None,
+                 also_terms=None):
     """A check that the call returned ``expected`` (same dtype and shape, values within tolerance).
 
     ``also_accept`` is a second right answer: what the task should return when it
     calls its helper and the helper is the grader's stand-in (see worker.STAND_INS).
+    When no known mistake explains a wrong output, ``compare.relation`` says how it relates to the right one
+    (``axes``, ``factors``, ``coordinates`` and ``terms``, with ``also_terms`` those of ``also_accept``, name
+    what it may quote); ``advice``, ``(pattern, words)`` pairs,
+    adds what such a relation usually means where the pattern matches its sentence.
     """
 
     def check(outcome):
         failed = failure_of(outcome, label)
         if failed:
-            return Verdict(False, failed)
+            return Verdict(False, failed, raised=outcome is not None and "missing" not in outcome)
         got = returned_value(outcome)
         problem = mismatch(got, expected, what=f"{label}", atol=atol, rtol=rtol)
         if problem is None:
@@ -167,8 +199,15 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         if form:  # no mistake of value to name
             return Verdict(False, problem + form)
         explanation = diagnose(got, mistakes, atol, rtol, right)
-        return Verdict(False, problem + (f"\nLikely mistake: {explanation}" if explanation else ""),
-                       mistake=explanation or "")
+        answers = [(expected, terms)] + ([(also_accept, also_terms)] if also_accept is not None else [])
+        how = next(filter(None, (relation(got, answer, atol=atol, rtol=rtol, axes=axes, factors=factors,
+                                          coordinates=coordinates, terms=parts)
+                                 for answer, parts in reversed(answers))), None)
+        meaning = " ".join(words for pattern, words in advice if how and re.search(pattern, how))
+        told = f"{problem}\nHow it goes wrong: {how}" + (f" {meaning}" if meaning else "") if how else problem
+        if explanation:
+            return Verdict(False, f"{problem}\nLikely mistake: {explanation}", mistake=explanation, unnamed=told)
+        return Verdict(False, told)
 
     return check
 

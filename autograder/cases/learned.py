@@ -12,6 +12,11 @@ from autograder.compare import mismatch
 
 NAME = "LearnedPositionalEmbedding"
 
+HINTS = {
+    ("batch", "batch > 1"): "with one sequence it works: look at how the position rows meet the batch axis "
+                            "(they broadcast in add; in concat they must be expanded to (B, L, d_model))",
+}
+
 
 def _module_probe(init, x=None, weight=None, grad_out=None, seed=0):
     return {"op": "module", "name": NAME, "init": list(init), "x": x, "weight": weight, "grad_out": grad_out,
@@ -32,8 +37,9 @@ def _stage(outcome, stage):
     return outcome.get(stage)
 
 
-def _forward_check(label, expected, mistakes=()):
-    tensor = tensor_check(label, expected, atol=1e-6, rtol=1e-6, mistakes=mistakes)
+def _forward_check(label, expected, mistakes=(), terms=None):
+    tensor = tensor_check(label, expected, atol=1e-6, rtol=1e-6, mistakes=mistakes,
+                          axes=("batch", "position", "feature"), terms=terms)
 
     def check(outcome):
         if outcome is None or "missing" in outcome:
@@ -75,6 +81,10 @@ def _parameter_check(label, max_len, d_model):
     return check
 
 
+def _features(batch):
+    return {"batch": "batch 1" if batch == 1 else "batch > 1"}
+
+
 def build(rng, generator):
     def randn(*shape):
         return torch.randn(*shape, generator=generator)
@@ -92,7 +102,10 @@ def build(rng, generator):
         from_one = [Mistake("positions are counted from 1: position t uses row t of weight, so weight[0:L].",
                             lambda w=weight, x=x, n=length: x + w[1:n + 1])] if length < max_len else []
         cases.append(Case("learned_add", label, _module_probe(init, x, weight),
-                          _forward_check(label, x + weight[:length], from_one)))
+                          _forward_check(label, x + weight[:length], from_one,
+                                         terms={"x": (x, 1.0), "weight[:L]": (weight[:length], 1.0)}),
+                          features=_features(batch),
+                          sizes={"B": batch, "L": length, "max_len": max_len, "d_model": d_model}))
 
     for batch, length, max_len, d, d_model in [(2, 4, 6, 3, 5), (3, 7, 20, 8, 8), (1, 1, 3, 2, 4)]:
         weight, x = randn(max_len, d_model), randn(batch, length, d)
@@ -102,7 +115,9 @@ def build(rng, generator):
         mistakes = [Mistake("the position vector comes first; append it after x: cat((x, rows), dim=-1).",
                             lambda x=x, rows=rows: torch.cat((rows, x), dim=-1))]
         cases.append(Case("learned_concat", label, _module_probe(init, x, weight),
-                          _forward_check(label, torch.cat((x, rows), dim=-1), mistakes)))
+                          _forward_check(label, torch.cat((x, rows), dim=-1), mistakes), features=_features(batch),
+                          sizes={"B": batch, "L": length, "max_len": max_len, "d": d, "d_model": d_model,
+                                 "d + d_model": d + d_model}))
 
     max_len, d_model = 13, 4
     weight, x = randn(max_len, d_model), randn(2, max_len, d_model)

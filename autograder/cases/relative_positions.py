@@ -2,10 +2,17 @@
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, tensor_check
+from autograder.cases.common import Case, Mistake, call_label, call_probe, lengths, tensor_check
 from solutions import positional_encodings as ref
 
 NAME = "clipped_relative_positions"
+
+HINTS = {
+    ("lengths", "Lq != Lk"): "a length taken from the other argument is the usual reason: the query axis has "
+                             "length_q entries, the key axis length_k",
+    ("clipping", "distances clipped"): "the cases where some |j - i| exceeds k fail: look at the clipping",
+}
+ADVICE = ((r"\|j - i\| up to", "Only the distances beyond k are wrong: look at the clipping."),)
 
 
 def distances(length_q, length_k):
@@ -27,12 +34,18 @@ def mistakes(length_q, length_k, k):
     ]
 
 
-def case(test, length_q, length_k, k, with_device=False):
+def case(test, length_q, length_k, k, with_device=False, scored=True):
     kwargs = {"device": "cpu"} if with_device else {}
     label = call_label(NAME, [length_q, length_k, k], kwargs)
     expected = ref.clipped_relative_positions(length_q, length_k, k)
-    return Case(test, label, call_probe(NAME, [length_q, length_k, k], kwargs),
-                tensor_check(label, expected, atol=0, rtol=0, mistakes=mistakes(length_q, length_k, k)))
+    check = tensor_check(label, expected, atol=0, rtol=0, mistakes=mistakes(length_q, length_k, k),
+                         axes=("query", "key"), coordinates={"|j - i|": distances(length_q, length_k).abs()},
+                         advice=ADVICE)
+    clipped = max(length_q, length_k) - 1 > k
+    return Case(test, label, call_probe(NAME, [length_q, length_k, k], kwargs), check,
+                features={"lengths": lengths(length_q, length_k),
+                          "clipping": "distances clipped" if clipped else "no distance beyond k"},
+                sizes={"length_q": length_q, "length_k": length_k, "k": k, "2k + 1": 2 * k + 1}, scored=scored)
 
 
 def build(rng, generator):
@@ -46,4 +59,8 @@ def build(rng, generator):
         case("relative_positions_edge_cases", 4, 6, 0),
         case("relative_positions_edge_cases", 3, 3, 10),
         case("relative_positions_edge_cases", 1, 8, 2),
+        # Probes for the diagnosis: square and not, with and without clipping.
+        case("relative_positions_values", 4, 4, 5, scored=False),
+        case("relative_positions_values", 4, 6, 9, scored=False),
+        case("relative_positions_values", 6, 6, 1, scored=False),
     ]

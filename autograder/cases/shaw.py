@@ -11,12 +11,28 @@ import math
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, tensor_check
+from autograder.cases.common import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
+                                     tensor_check)
 from autograder.cases.relative_positions import distances
 from autograder.worker import scrambled_relative_positions
 from solutions import positional_encodings as ref
 
 NAME = "shaw_scores"
+
+HINTS = {
+    ("lengths", "Lq != Lk"): "a length taken from the other argument is the usual reason: the query axis has "
+                             "length_q entries, the key axis length_k",
+    ("heads", "several heads"): "with one head it works: look at how the head axis is handled (it must be kept "
+                                "apart from the batch and the positions)",
+    ("batch", "batch > 1"): "with one sequence it works: look at how the batch axis is handled",
+    ("size 1", "a size of 1"): "the cases with an axis of length 1 fail: look for a squeeze(), or for an "
+                               "axis that is dropped or mixed up when its length is 1",
+    ("dtype", "dtype float64"): "look at where your scores take their dtype: keep q's dtype throughout",
+    ("scale", "an explicit scale"): "look at how the scale argument is used",
+    ("clipping", "distances clipped"): "the cases where some |j - i| exceeds k fail: look at how the relative "
+                                       "vectors are picked for far keys",
+}
+ADVICE = ((r"\|j - i\| up to", "Only the far keys are wrong: look at how their relative vectors are picked."),)
 
 
 def _scores(q, k, rel_k, index, content_scale, relative_scale):
@@ -26,7 +42,8 @@ def _scores(q, k, rel_k, index, content_scale, relative_scale):
     return content_scale * content + relative_scale * relative
 
 
-def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=None, dtype=torch.float32):
+def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=None, dtype=torch.float32,
+          scored=True):
     def randn(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
@@ -56,10 +73,23 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
     mistakes.append(Mistake("the relative vectors are picked by i - j; use the index of clipped_relative_positions, "
                             "built from j - i.", lambda: _scores(q, key, rel_k, transposed, used, used)))
     tolerance = 1e-10 if dtype == torch.float64 else 5e-5
+    key_scores = q @ key.transpose(-2, -1)  # (B, H, Lq, Lk), unscaled
     substitute = {"name": "clipped_relative_positions", "stand_in": "scrambled_relative_positions", "key": list(key_)}
-    return Case(test, label, call_probe(NAME, [q, key, rel_k, k], kwargs, substitute=substitute),
-                tensor_check(label, expected, atol=tolerance, rtol=tolerance, mistakes=mistakes,
-                             also_accept=_scores(q, key, rel_k, stand_in, used, used).to(dtype)))
+    check = tensor_check(label, expected, atol=tolerance, rtol=tolerance, mistakes=mistakes,
+                         also_accept=_scores(q, key, rel_k, stand_in, used, used).to(dtype),
+                         axes=("batch", "head", "query", "key"), factors=score_factors(head_dim, scale),
+                         coordinates={"|j - i|": distances(length_q, length_k).abs()}, advice=ADVICE,
+                         terms={"q . k": (key_scores, used), "q . rel_k": (_scores(q, key, rel_k, index, 0, 1), used)},
+                         also_terms={"q . k": (key_scores, used),
+                                     "q . rel_k": (_scores(q, key, rel_k, stand_in, 0, 1), used)})
+    features = {"lengths": lengths(length_q, length_k), "heads": "one head" if heads == 1 else "several heads",
+                "batch": "batch 1" if batch == 1 else "batch > 1",
+                "size 1": size_one(batch, heads, length_q, length_k), "dtype": f"dtype {str(dtype)[6:]}",
+                "scale": "the default scale" if scale is None else "an explicit scale",
+                "clipping": "distances clipped" if max(length_q, length_k) - 1 > k else "no distance beyond k"}
+    sizes = {"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim, "k": k, "2k + 1": 2 * k + 1}
+    return Case(test, label, call_probe(NAME, [q, key, rel_k, k], kwargs, substitute=substitute), check,
+                features=features, sizes=sizes, scored=scored)
 
 
 def build(rng, generator):
@@ -75,4 +105,8 @@ def build(rng, generator):
         _case("shaw_edge_cases", generator, 1, 1, 1, 6, 8, 3),
         _case("shaw_edge_cases", generator, 2, 1, 6, 1, 8, 2),
         _case("shaw_edge_cases", generator, 2, 3, 9, 5, 8, 2, dtype=torch.float64),
+        # Probes for the diagnosis, worth nothing: one head and one sequence, square, no clipping, and apart.
+        _case("shaw_values", generator, 1, 1, 4, 4, 4, 5, scored=False),
+        _case("shaw_values", generator, 1, 1, 3, 5, 4, 6, scored=False),
+        _case("shaw_values", generator, 2, 3, 4, 4, 4, 5, scored=False),
     ]

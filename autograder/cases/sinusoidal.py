@@ -13,6 +13,23 @@ from solutions import positional_encodings as ref
 
 NAME = "sinusoidal_table"
 
+# What a condition of failure usually means (diagnosis.condition): pointers, never verdicts.
+HINTS = {
+    ("dtype", "dtype float64"): "look at where the table takes its dtype: build it in the dtype asked for, or cast "
+                                "it to that dtype at the end",
+    ("base", "base passed"): "the base argument seems not to be used",
+}
+
+# What a relation of the wrong output to the right one usually means (tensor_check's advice).
+ADVICE = (
+    (r"wrong at every odd column", "The odd columns are the cosines cos(t * w_k): look at how they are made."),
+    (r"wrong at every even column", "The even columns are the sines sin(t * w_k): look at how they are made."),
+    (r"wrong from position \d{3,} on", "An error that appears only far into the table is usually one of precision: "
+                                        "compute the angles t * w_k in float32 or better before sin and cos."),
+    (r"right for column 0\.\.1, wrong from column 2 on", "The first pair (frequency 1) is right and the others are "
+                                                       "not: look at the frequencies w_k = base ** (-2k / d_model)."),
+)
+
 
 def _angles(num_positions, d_model, base, exponent, first_position=0):
     position = torch.arange(first_position, first_position + num_positions, dtype=torch.float64)[:, None]
@@ -44,7 +61,8 @@ def _mistakes(num_positions, d_model, base, dtype):
     ]
 
 
-def _value_case(test, num_positions, d_model, base=10000.0, dtype=torch.float32, pass_base=True, device=None):
+def _value_case(test, num_positions, d_model, base=10000.0, dtype=torch.float32, pass_base=True, device=None,
+                scored=True):
     args = [num_positions, d_model] + ([base] if pass_base else [])
     kwargs = {}
     if dtype != torch.float32:
@@ -55,8 +73,15 @@ def _value_case(test, num_positions, d_model, base=10000.0, dtype=torch.float32,
     expected = ref.sinusoidal_table(num_positions, d_model, base, dtype=dtype)
     atol = (1e-5 + 2.5e-7 * torch.arange(num_positions, dtype=torch.float64))[:, None]
     check = tensor_check(label, expected, atol=atol, rtol=0.0,
-                         mistakes=_mistakes(num_positions, d_model, base, dtype))
-    return Case(test, label, call_probe(NAME, args, kwargs), check)
+                         mistakes=_mistakes(num_positions, d_model, base, dtype), axes=("position", "column"),
+                         advice=ADVICE)
+    # A table of 0 or 1 rows is right for nearly any formula (row 0 is sin 0, cos 0): it tells no condition.
+    features = {} if num_positions <= 1 else {
+        "dtype": f"dtype {str(dtype).replace('torch.', '')}",
+        "base": "base passed" if pass_base and base != 10000.0 else "the default base"}
+    return Case(test, label, call_probe(NAME, args, kwargs), check, features=features,
+                sizes={"num_positions": num_positions, "d_model": d_model, "d_model // 2": d_model // 2},
+                scored=scored)
 
 
 def build(rng, generator):
@@ -69,6 +94,10 @@ def build(rng, generator):
         _value_case("sinusoidal_edge_cases", 1, 2),
         _value_case("sinusoidal_edge_cases", 0, 8),
         _value_case("sinusoidal_edge_cases", 7, 4, dtype=torch.float64, device="cpu"),
+        # Probes for the diagnosis, worth nothing: short tables in both dtypes, the default base.
+        _value_case("sinusoidal_values", 6, 4, pass_base=False, scored=False),
+        _value_case("sinusoidal_values", 9, 6, scored=False),
+        _value_case("sinusoidal_values", 5, 8, dtype=torch.float64, scored=False),
     ]
     for num_positions, d_model, why in [
         (10, 7, " (d_model is odd: the table is made of sin/cos pairs)"),

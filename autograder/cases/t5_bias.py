@@ -9,12 +9,23 @@ it was given; one that computes buckets itself must give the reference.
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, tensor_check
+from autograder.cases.common import Case, Mistake, call_label, call_probe, lengths, size_one, tensor_check
 from autograder.cases.relative_positions import distances
 from autograder.worker import scrambled_buckets
 from solutions import positional_encodings as ref
 
 NAME = "t5_bias"
+
+HINTS = {
+    ("lengths", "Lq != Lk"): "a length taken from the other argument is the usual reason: the query axis has "
+                             "length_q entries, the key axis length_k",
+    ("settings", "settings passed"): "with the default settings it works: look at how bidirectional, num_buckets "
+                                     "and max_distance reach t5_relative_position_bucket",
+    ("heads", "one head"): "look at how the head axis is made",
+    ("size 1", "a size of 1"): "the cases with an axis of length 1 fail: look for a squeeze(), or for an "
+                               "axis that is dropped or mixed up when its length is 1",
+    ("dtype", "dtype float64"): "the bias takes the dtype of bias_table: look at where yours takes another",
+}
 
 
 def _from_buckets(bias_table, buckets):
@@ -22,7 +33,7 @@ def _from_buckets(bias_table, buckets):
 
 
 def _case(test, generator, length_q, length_k, heads, bidirectional=True, num_buckets=32, max_distance=128,
-          dtype=torch.float32, pass_all=True):
+          dtype=torch.float32, pass_all=True, scored=True):
     bias_table = torch.randn(num_buckets, heads, generator=generator, dtype=torch.float64).to(dtype)
     settings = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
     kwargs = settings if pass_all else {}
@@ -54,9 +65,15 @@ def _case(test, generator, length_q, length_k, heads, bidirectional=True, num_bu
                 lambda: _from_buckets(bias_table, scrambled_buckets(grid, key=key_) % num_buckets)),
     ]
     substitute = {"name": "t5_relative_position_bucket", "stand_in": "scrambled_buckets", "key": list(key_)}
+    check = tensor_check(label, expected, atol=0, rtol=0, mistakes=mistakes,
+                         also_accept=_from_buckets(bias_table, stand_in), axes=("batch", "head", "query", "key"))
+    default = bidirectional and num_buckets == 32 and max_distance == 128
+    features = {"lengths": lengths(length_q, length_k), "size 1": size_one(length_q, length_k, heads),
+                "settings": "the default settings" if default else "settings passed",
+                "heads": "one head" if heads == 1 else "several heads", "dtype": f"dtype {str(dtype)[6:]}"}
     return Case(test, label, call_probe(NAME, [length_q, length_k, bias_table], kwargs, substitute=substitute),
-                tensor_check(label, expected, atol=0, rtol=0, mistakes=mistakes,
-                             also_accept=_from_buckets(bias_table, stand_in)))
+                check, features=features, scored=scored,
+                sizes={"length_q": length_q, "length_k": length_k, "H": heads, "num_buckets": num_buckets})
 
 
 def build(rng, generator):
@@ -69,4 +86,8 @@ def build(rng, generator):
         _case("t5_bias_layout", generator, 9, 5, 1, bidirectional=False),
         _case("t5_bias_layout", generator, 1, 1, 2),
         _case("t5_bias_layout", generator, 7, 7, 2, dtype=torch.float64),
+        # Probes for the diagnosis, worth nothing.
+        _case("t5_bias_values", generator, 4, 4, 2, scored=False),
+        _case("t5_bias_values", generator, 3, 6, 3, scored=False),
+        _case("t5_bias_values", generator, 5, 5, 2, bidirectional=False, num_buckets=8, max_distance=20, scored=False),
     ]

@@ -13,6 +13,17 @@ from solutions import positional_encodings as ref
 
 NAME = "t5_relative_position_bucket"
 
+HINTS = {
+    ("direction", "bidirectional=False"): "the encoder's buckets are right, the decoder's are not: look at the "
+                                          "causal branch (only the past gets buckets there)",
+    ("direction", "bidirectional=True"): "the decoder's buckets are right, the encoder's are not: look at how the "
+                                         "buckets are halved between the two directions",
+    ("settings", "settings passed"): "with T5's defaults it works: look for a number written where "
+                                     "num_buckets or max_distance belongs",
+    ("ratio", "max_distance / max_exact not whole"): "only the settings where max_distance / max_exact is not a "
+                                                     "whole number fail: look at how that ratio is computed",
+}
+
 
 def _one_side(distance, n, max_distance, exact_limit=None, log_span=None, dtype=torch.float32, ratio=None):
     """Buckets 0..n-1 for distances >= 0, with knobs to reproduce the usual slips: where the exact buckets
@@ -68,13 +79,39 @@ def mistakes(relative_position, bidirectional, num_buckets, max_distance):
     return found
 
 
+def _advice(bidirectional, num_buckets):
+    max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    return (
+        (rf"right for \|relative_position\| up to {max_exact - 1}, wrong from {max_exact} on",
+         f"The exact buckets (distances below max_exact = {max_exact}) are right and the log-spaced ones are not: "
+         "look at the log part of the formula."),
+        (r"wrong for relative_position up to -?\d+, right from",
+         "Only keys before the query are wrong: look at the buckets the past gets."),
+        (r"right for relative_position up to -?\d+, wrong from",
+         "Only keys after the query are wrong: look at the buckets the future gets."),
+        (r"one too (high|low)|one off",
+         "Off by one bucket: look at where your formula turns the log into a whole number (T5 truncates a float32 "
+         "log with .long(); rounding, ceil, or another precision moves a bucket's edge)."),
+    )
+
+
 def case(test, relative_position, bidirectional=True, num_buckets=32, max_distance=128, pass_all=True):
     kwargs = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance} if pass_all else {}
     label = call_label(NAME, [relative_position], kwargs)
     expected = ref.t5_relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
-    return Case(test, label, call_probe(NAME, [relative_position], kwargs),
-                tensor_check(label, expected, atol=0, rtol=0,
-                             mistakes=mistakes(relative_position, bidirectional, num_buckets, max_distance)))
+    check = tensor_check(label, expected, atol=0, rtol=0,
+                         mistakes=mistakes(relative_position, bidirectional, num_buckets, max_distance),
+                         coordinates={"|relative_position|": relative_position.abs(),
+                                      "relative_position": relative_position},
+                         advice=_advice(bidirectional, num_buckets))
+    max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    features = {"direction": f"bidirectional={bidirectional}",
+                "settings": "settings passed" if (num_buckets, max_distance) != (32, 128) else "T5's defaults",
+                "ratio": "max_distance / max_exact not whole" if max_exact and max_distance % max_exact
+                else "max_distance / max_exact whole",
+                "num_buckets": f"num_buckets={num_buckets}"}
+    return Case(test, label, call_probe(NAME, [relative_position], kwargs), check, features=features,
+                sizes={"num_buckets": num_buckets, "max_distance": max_distance, "max_exact": max_exact})
 
 
 def build(rng, generator):
