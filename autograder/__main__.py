@@ -6,6 +6,8 @@
     build                   regenerate the student files and the course notebook
     release                 make the folder (and zip) a student receives: nbgrader's release plus self-checks
     gradescope-bundle ZIP   the autograder zip for Gradescope (setup.sh, run_autograder, the kit)
+    prairielearn-bundle DIR the grading image, serverFilesCourse and a sample question for PrairieLearn
+    course-secret FILE      write a new course secret: every student then gets hidden cases of their own
 
 Exit status 0 when every submission was graded, whatever the scores; 2 when
 the grader itself could not work (bad arguments, missing files).
@@ -39,7 +41,14 @@ def _add_grading_options(parser):
                         help="address-space limit of a submission's process, in GiB")
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                         help="submissions graded at once (default: the number of CPUs)")
-    parser.add_argument("--seed", type=int, default=rubric.SEED, help="seed of the hidden cases")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="grade every submission with the hidden cases of this seed (a result says which seed "
+                             "it was graded with: this grades it again the same way); by default each student's "
+                             f"own seed with a course secret, else the shared seed {rubric.SEED}")
+    parser.add_argument("--course-secret", metavar="FILE",
+                        help="the course secret (python -m autograder course-secret FILE makes one; or set "
+                             "$AUTOGRADER_COURSE_SECRET_FILE): each student's hidden cases come from a seed of "
+                             "their own, derived from it and the submission's name")
     parser.add_argument("--without-gpu", choices=("cpu", "give", "withhold"), default=rubric.TIMING_WITHOUT_GPU,
                         help="the timing tier on a machine with no GPU: time it on the CPU, or skip it and give "
                              f"or withhold its points (default {rubric.TIMING_WITHOUT_GPU})")
@@ -62,13 +71,19 @@ def _grade(paths, args, show_feedback, sandbox):
     from autograder.batch import Progress, grade_class, unique_names
     from autograder.grade import Grader
 
+    from autograder import seeds
+
     out = getattr(args, "out", None)
     if out:  # the results quote the hidden cases: nobody but this user reads them
         Path(out).mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
-        # Where jobs run as users of their own (tier C), none may read a classmate's submission or a result.
-        grader = Grader(seed=args.seed, limits=_limits(args), timing_mode=args.without_gpu, server=server,
-                        secrets=[*paths, *([out] if out else [])])
+        secret_file = args.course_secret or os.environ.get(seeds.SECRET_FILE_VARIABLE)
+        secret = None if args.seed is not None else seeds.course_secret(args.course_secret)
+        # Where jobs run as users of their own (tier C), none may read a classmate's submission, a result or
+        # the course secret.
+        grader = Grader(seed=rubric.SEED if args.seed is None else args.seed, limits=_limits(args),
+                        timing_mode=args.without_gpu, server=server, course_secret=secret,
+                        secrets=[*paths, *([out] if out else []), *([secret_file] if secret_file else [])])
     except BaseException:
         server.close()
         raise
@@ -77,8 +92,9 @@ def _grade(paths, args, show_feedback, sandbox):
         threading.Thread(target=_import_quietly, args=("matplotlib.figure",), daemon=True).start()
     try:
         if out:
+            drawn = f"per-student {seeds.secret_fingerprint(secret)}" if secret else grader.seed
             results, resumed = grade_class(grader, paths, out, jobs=args.jobs, force=args.force, progress=progress,
-                                           seed=args.seed, timing_mode=args.without_gpu)
+                                           seed=drawn, timing_mode=args.without_gpu)
         else:
             results, resumed = grader.grade_many(paths, jobs=args.jobs, on_result=progress and (
                 lambda index, result: progress.step(result.name, result.score, result.max_score))), 0
@@ -157,6 +173,8 @@ def main(argv=None):
     bundle.add_argument("--unsandboxed", action="store_true",
                         help="let the zip grade WITHOUT a sandbox where bubblewrap cannot run on Gradescope "
                              "(trusted code only)")
+    bundle.add_argument("--course-secret", metavar="FILE",
+                        help="ship this course secret in the zip: each student's hidden cases are then their own")
 
     prairie = commands.add_parser("prairielearn-bundle",
                                   help="write the grading image's context, the serverFilesCourse folder and a sample "
@@ -164,6 +182,13 @@ def main(argv=None):
     prairie.add_argument("out_dir", metavar="OUT", help="the folder to write them to")
     prairie.add_argument("--image", default="YOUR_NAME/positional-encodings-grader",
                          help="the image name the question's info.json names (where you push the image)")
+    prairie.add_argument("--course-secret", metavar="FILE",
+                         help="copy this course secret into serverFilesCourse: each variant's hidden cases are then "
+                              "its own")
+
+    secret = commands.add_parser("course-secret", help="write a new course secret to FILE (hidden cases per student)")
+    secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
+                                                     "anything students receive")
 
     commands.add_parser("build", help="regenerate the student files and the course notebook from solutions/ and assignments/lesson.py")
 
@@ -176,6 +201,17 @@ def main(argv=None):
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["demo"] + argv  # the demo is the default command
     args = parser.parse_args(argv)
+    if args.command == "course-secret":
+        from autograder.seeds import write_secret
+
+        try:
+            path = write_secret(args.file)
+        except FileExistsError:
+            parser.exit(2, f"python -m autograder course-secret: {args.file} exists already; a new secret would "
+                           "give every student new hidden cases, so remove it first if that is what you want\n")
+        print(f"wrote {path} (readable by you only). Grade with --course-secret {path}, or set "
+              f"AUTOGRADER_COURSE_SECRET_FILE={path}.")
+        return 0
     if args.command == "build":
         from autograder.build import build
 
@@ -185,12 +221,12 @@ def main(argv=None):
     if args.command == "gradescope-bundle":
         from autograder.gradescope import main_bundle
 
-        print(f"wrote {main_bundle(args.out_zip, unsandboxed=args.unsandboxed)}")
+        print(f"wrote {main_bundle(args.out_zip, unsandboxed=args.unsandboxed, course_secret_file=args.course_secret)}")
         return 0
     if args.command == "prairielearn-bundle":
         from autograder.prairielearn import main_bundle as prairielearn_bundle
 
-        out = prairielearn_bundle(args.out_dir, image=args.image)
+        out = prairielearn_bundle(args.out_dir, image=args.image, course_secret_file=args.course_secret)
         print(f"wrote {out}/: image/ (build and push it), serverFilesCourse/ and question/ (copy them into the course)")
         return 0
     if args.command == "release":
@@ -227,6 +263,7 @@ def main(argv=None):
         parser.exit(2, f"python -m autograder grade: {error}\n")
     if not paths:
         parser.exit(2, "python -m autograder grade: no .py, .ipynb or student folder found in the paths given\n")
+    from autograder import seeds
     from autograder.sandbox import SandboxMissing
 
     if args.unsandboxed:
@@ -239,6 +276,8 @@ def main(argv=None):
         _grade(paths, args, show_feedback=args.feedback or len(paths) == 1,
                sandbox="off" if args.unsandboxed else choice)
     except SandboxMissing as error:
+        parser.exit(2, f"python -m autograder grade: {error}\n")
+    except seeds.SecretProblem as error:
         parser.exit(2, f"python -m autograder grade: {error}\n")
     return 0
 

@@ -77,11 +77,15 @@ def submission_fingerprint(path):
 
 
 def grading_fingerprint(seed, timing_mode):
-    """A digest of what decides a grade besides the submission: rubric, reference, cases, grader, seed."""
+    """A digest of what decides a grade besides the submission: rubric, reference, cases, grader, seed.
+
+    ``seed`` is the shared seed, or with a course secret the secret's fingerprint (seeds.secret_fingerprint).
+    """
     digest = hashlib.sha256(f"{FORMAT} {seed} {timing_mode}".encode())
     sources = [REFERENCE, ROOT / "autograder" / "rubric.py", ROOT / "autograder" / "compare.py",
                ROOT / "autograder" / "grade.py", ROOT / "autograder" / "worker.py", ROOT / "autograder" / "timing.py",
-               ROOT / "autograder" / "protocol.py", ROOT / "autograder" / "load.py"]
+               ROOT / "autograder" / "protocol.py", ROOT / "autograder" / "load.py",
+               ROOT / "autograder" / "diagnosis.py", ROOT / "autograder" / "seeds.py"]
     sources += sorted((ROOT / "autograder" / "cases").glob("*.py"))
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
@@ -93,7 +97,8 @@ def result_to_json(result, submission_digest, grading_digest):
     data = result.to_gradescope()
     data["autograder"] = {
         "format": FORMAT, "name": result.name, "path": result.path, "notes": result.notes,
-        "sandbox": result.sandbox, "grader_fault": result.grader_fault,
+        "sandbox": result.sandbox, "grader_fault": result.grader_fault, "seed": result.seed,
+        "cases_from": result.cases_from,
         "submission": submission_digest, "grading": grading_digest,
         "tests": [{"id": t.id, "task": t.task, "score": t.score, "max_score": t.max_score, "output": t.output}
                   for t in result.tests],
@@ -115,7 +120,11 @@ def result_from_json(text, submission_digest, grading_digest):
                  for t in saved["tests"]]
         if [t.id for t in tests] != [t.id for t in rubric.TESTS]:
             return None
-        return Result(saved["name"], saved["path"], tests, list(saved["notes"]), str(saved.get("sandbox", "")))
+        result = Result(saved["name"], saved["path"], tests, list(saved["notes"]), str(saved.get("sandbox", "")))
+        seed = saved.get("seed")
+        result.seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+        result.cases_from = str(saved.get("cases_from") or "")
+        return result
     except (ValueError, KeyError, TypeError):
         return None
 

@@ -7,14 +7,16 @@ with a row for each rubric test, whatever the submission does.
 
 import os
 import sys
+import threading
 import time
 import traceback
 import weakref
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, diagnosis, rubric, timing, users
+from autograder import cgroups, diagnosis, rubric, seeds, timing, users
 from autograder.inert import inert
 from autograder.build import REFERENCE, strip_markers
 from autograder.cases import build_cases, hints_of
@@ -23,6 +25,7 @@ from autograder.load import LoadError, load, submission_name
 from autograder.sandbox import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
                                 resolve_sandbox, run_submission, serialize_plan)
 
+CASE_SETS_KEPT = 64  # hidden case sets kept built (one per seed: per student with a course secret)
 MACHINE_ATTEMPTS = 3  # a job that the machine could not start is tried this many times before the row says so
 
 
@@ -48,6 +51,8 @@ class Result:
     notes: list = field(default_factory=list)
     sandbox: str = ""  # how the code was contained: the sandbox tier and its limits
     grader_fault: bool = False  # not graded through a fault of the grader's, not of the submission
+    seed: int = None  # the seed of the hidden cases it was graded with (see autograder/seeds.py)
+    cases_from: str = ""  # where that seed came from, and how to grade the submission again with it
 
     @property
     def score(self):
@@ -65,7 +70,7 @@ class Result:
         return {
             "score": self.score,
             "max_score": self.max_score,
-            "output": "\n".join(self.notes),
+            "output": "\n".join(self.notes + ([self.cases_from] if self.cases_from else [])),
             "tests": [
                 {"name": test.id, "number": test.task, "score": test.score, "max_score": test.max_score,
                  "status": "passed" if test.passed else "failed", "output": test.output}
@@ -209,7 +214,7 @@ class Grader:
     """Grades submissions with one set of hidden cases; ``timing`` is what to do without a GPU (see rubric)."""
 
     def __init__(self, seed=rubric.SEED, limits=None, timing_mode=rubric.TIMING_WITHOUT_GPU, sandbox="required",
-                 server=None, secrets=()):
+                 server=None, secrets=(), course_secret=None):
         """``sandbox``: "required" (the strongest sandbox the machine allows, or SandboxMissing), "auto" (that,
         or a warning and none), "off", or a tier's name (see sandbox.resolve_sandbox).
 
@@ -217,11 +222,14 @@ class Grader:
         grader. ``secrets``: files and folders, beyond the kit's own, that no job may read (a platform's
         hidden tests, earlier results); where jobs run as users of their own (tier C), a job's user must be
         unable to open any of them, or the grader refuses to start (SandboxMissing says what to change).
+        ``course_secret`` (bytes, see autograder/seeds.py): each student's hidden cases come from a seed of their
+        own, derived from it and their identity; without it, every student's come from ``seed``.
         """
         self.limits = limits or Limits()
         self.limits.sandboxed = server.tier if server is not None else resolve_sandbox(sandbox)
-        self.cases = build_cases(seed)
-        self.plan = serialize_plan(self.cases)
+        self.seed, self.course_secret = seed, course_secret
+        self._case_sets, self._case_lock = OrderedDict(), threading.Lock()
+        self.cases, self.plan = self.cases_for(seed)
         self.timing_mode = timing_mode
         self.groups = _control_groups()
         tier = self.limits.sandboxed
@@ -258,8 +266,32 @@ class Grader:
         if self.groups is not None:
             self.groups.close()
 
-    def grade(self, path):
+    def cases_for(self, seed):
+        """The hidden cases of ``seed`` and their plan: built once, kept for the seeds used most recently."""
+        with self._case_lock:
+            if seed in self._case_sets:
+                self._case_sets.move_to_end(seed)
+                return self._case_sets[seed]
+        cases = build_cases(seed)
+        built = cases, serialize_plan(cases)
+        with self._case_lock:
+            self._case_sets[seed] = built
+            while len(self._case_sets) > CASE_SETS_KEPT:
+                self._case_sets.popitem(last=False)
+        return built
+
+    def seed_of(self, identity):
+        """(seed, where it came from) for the student ``identity``."""
+        if self.course_secret is None:
+            return self.seed, seeds.describe(self.seed)
+        seed = seeds.student_seed(self.course_secret, identity)
+        return seed, seeds.describe(seed, identity, per_student=True)
+
+    def grade(self, path, student=None, seed=None):
         """Grade one submission path (file or student folder). Never raises, whatever the submission holds.
+
+        Its hidden cases come from ``seed`` where one is given (to grade it again as before), else from the
+        seed of ``student`` (its identity on the platform; by default the submission's name): see seed_of.
 
         A fault of the grading machine (it could not start a job: out of processes or memory) is retried;
         one that persists, and any other fault of the grader's own, gives a row that says so, marked
@@ -270,9 +302,18 @@ class Grader:
             name = submission_name(path)
         except Exception:
             name = "submission"
+        try:
+            drawn, cases_from = (seed, seeds.describe(seed)) if seed is not None else self.seed_of(
+                name if student is None else student)
+            cases, plan = self.cases_for(drawn)
+        except Exception as error:  # the grader's fault: the row says so
+            result = _all_failed(name, path, f"The grader could not build the hidden cases ({inert(repr(error))}), "
+                                 "through no fault of the submission; please report it.")
+            result.grader_fault, result.sandbox = True, self.tier
+            return result
         for attempt in range(1, MACHINE_ATTEMPTS + 1):
             try:
-                result = self._grade(path, name)
+                result = self._grade(path, name, cases, plan)
             except ServerFailed as error:
                 if attempt < MACHINE_ATTEMPTS:
                     time.sleep(0.5 * attempt)
@@ -285,10 +326,10 @@ class Grader:
                                      "through no fault of the submission; please report it.",
                                      [inert(traceback.format_exc(limit=4))])
                 result.grader_fault = True
-            result.sandbox = self.tier
+            result.sandbox, result.seed, result.cases_from = self.tier, drawn, cases_from
             return result
 
-    def _grade(self, path, name):
+    def _grade(self, path, name, cases, plan):
         try:
             submission = load(path)
         except LoadError as error:
@@ -296,7 +337,7 @@ class Grader:
         except OSError as error:
             return _all_failed(name, path, f"Could not read the submission: {error.strerror or error}")
         with self.machine.shared():
-            outcome = run_submission(submission, self.plan, rubric.TASK_NAMES, self.limits, self.server)
+            outcome = run_submission(submission, plan, rubric.TASK_NAMES, self.limits, self.server)
         if outcome.load_failure:
             stderr = outcome.stderr.strip()
             detail = f"\nLast output of your code:\n{stderr[-1500:]}" if stderr else ""
@@ -305,7 +346,8 @@ class Grader:
         notes = _load_notes(submission, outcome.loaded)
         tests = []
         for task in rubric.TASK_NAMES:
-            tests.extend(self._grade_task(task, outcome, notes))
+            tests.extend(score_tests(rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
+                                     failure=outcome.failures.get(task), notes=notes))
         fault = False
         try:
             verdicts = timing.grade_tier(submission, {test.id for test in tests if test.passed}, self.timing_mode,
@@ -320,10 +362,6 @@ class Grader:
         result = Result(submission.name, str(path), tests, notes)
         result.grader_fault = fault or any(test.grader_fault for test in tests)
         return result
-
-    def _grade_task(self, task, outcome, notes):
-        return score_tests(rubric.tests_of(task), self.cases[task], outcome.results.get(task, {}),
-                           failure=outcome.failures.get(task), notes=notes)
 
     def grade_many(self, paths, jobs=1, on_result=None):
         """Grade paths with ``jobs`` at a time; results in the order of ``paths``.

@@ -241,8 +241,11 @@ def _add(archive, name, data, executable=False):
     archive.writestr(info, data)
 
 
-def main_bundle(out_zip, unsandboxed=False, kit=KIT):
-    """Write the Gradescope autograder zip to ``out_zip``; returns its path."""
+def main_bundle(out_zip, unsandboxed=False, kit=KIT, course_secret_file=None):
+    """Write the Gradescope autograder zip to ``out_zip``; returns its path.
+
+    ``course_secret_file``: the course secret to ship in the zip (it lands in /autograder/source, which only
+    root reads), so that each student's hidden cases are their own."""
     out_zip = Path(out_zip)
     files = source_files(kit)
     missing = [name for name in ("autograder/gradescope.py", "autograder/grade.py",
@@ -260,6 +263,10 @@ def main_bundle(out_zip, unsandboxed=False, kit=KIT):
         _add(archive, "run_autograder", run_script(unsandboxed), executable=True)
         for name in files:
             _add(archive, name, (kit / name).read_bytes())
+        if course_secret_file:
+            from autograder import seeds
+
+            _add(archive, COURSE_SECRET, seeds.read_secret_file(course_secret_file) + b"\n")
     partial.replace(out_zip)
     return out_zip
 
@@ -341,9 +348,12 @@ def _with_visibility(tests):
 def without_the_case(feedback, rubric_test, when):
     """A failed test's feedback without the hidden case it quotes: what failed, the likely mistake if named,
     and ``when`` the case itself is shown."""
-    likely = next((line for line in feedback.splitlines() if line.startswith("Likely mistake:")), "")
+    # The diagnosis stays: the mistake's name, how the output goes wrong and under which condition quote no
+    # expected value.
+    told = [line for line in feedback.splitlines()
+            if line.startswith(("Likely mistake:", "How it goes wrong:", "When it goes wrong:"))]
     checks = f" ({rubric_test.checks})" if rubric_test else ""
-    return "\n".join(filter(None, [f"Failed: a hidden case of this test{checks} does not pass.", likely,
+    return "\n".join(filter(None, [f"Failed: a hidden case of this test{checks} does not pass.", *told,
                                     f"Which case, and expected against got, is {when}."]))
 
 
@@ -371,14 +381,18 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
         if graded_file is not None:
             lines += ["", "Notes on your file:"]
         lines += list(result.notes)
+    if result.cases_from:
+        lines += ["", result.cases_from]
     results["output"] = "\n".join(lines)
     results["stdout_visibility"] = "visible"
     return results
 
 
-def grade_upload(submission_dir, secrets=(), platform="Gradescope"):
+def grade_upload(submission_dir, secrets=(), platform="Gradescope", student=None, course_secret=None):
     """Grade the file in ``submission_dir`` as a platform does: (Result, the file's path shown, warning, sandboxed).
 
+    ``student`` is the submission's identity on the platform and ``course_secret`` the course's (bytes), from
+    which the hidden cases' seed is drawn (autograder/seeds.py); without a secret, the shared seed.
     ``secrets``: what no job may read beyond the kit (the platform's tests, results, metadata). The
     sandbox is the strongest the container allows (sandbox.resolve_sandbox); where there is none, the
     submission is not graded (a Result that says so) unless the instructor set UNSANDBOXED_VARIABLE.
@@ -398,7 +412,7 @@ def grade_upload(submission_dir, secrets=(), platform="Gradescope"):
         return _not_graded(f"Could not read your file. {message}", path.stem, path), None, "", False
     warning = ""
     try:
-        grader = Grader(sandbox="required", secrets=secrets)
+        grader = Grader(sandbox="required", secrets=secrets, course_secret=course_secret)
     except SandboxMissing as problem:
         print(f"Sandbox: {problem}")
         if os.environ.get(UNSANDBOXED_VARIABLE) != "1":
@@ -410,10 +424,10 @@ def grade_upload(submission_dir, secrets=(), platform="Gradescope"):
         warning = (f"WARNING: graded WITHOUT the sandbox (the instructor set {UNSANDBOXED_VARIABLE}=1 because no "
                    "sandbox can run here).")
         print(warning)
-        grader = Grader(sandbox="off")
+        grader = Grader(sandbox="off", course_secret=course_secret)
     try:
         print(f"Sandbox: {grader.tier}")
-        result = grader.grade(path)
+        result = grader.grade(path, student=student)
     finally:
         grader.close()
     print(f"Score: {result.score:g}/{result.max_score:g}")
@@ -425,9 +439,33 @@ def secrets_of(root):
     return [root / "source", root / "results", root / "submission_metadata.json"]
 
 
+COURSE_SECRET = "course_secret"  # in the bundle (gradescope-bundle --course-secret): /autograder/source/course_secret
+
+
+def course_secret_in(folder):
+    """The course secret shipped in a platform's hidden folder, else the environment's; None without one."""
+    from autograder import seeds
+
+    shipped = Path(folder) / COURSE_SECRET
+    return seeds.course_secret(shipped if shipped.is_file() and not shipped.is_symlink() else None)
+
+
+def gradescope_identity(metadata_path):
+    """The submitters' Gradescope user ids (sorted and joined, for a group), or None where unreadable."""
+    try:
+        metadata = json.loads(Path(metadata_path).read_text(encoding="utf-8"))
+        ids = sorted(str(user.get("id") or user.get("email")) for user in metadata.get("users") or []
+                     if isinstance(user, dict) and (user.get("id") or user.get("email")))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return "gradescope:" + "+".join(ids) if ids else None
+
+
 def _grade(root):
     """results.json's content for the submission in ``ROOT/submission``."""
-    result, shown, warning, sandboxed = grade_upload(root / "submission", secrets_of(root))
+    result, shown, warning, sandboxed = grade_upload(root / "submission", secrets_of(root),
+                                                     student=gradescope_identity(root / "submission_metadata.json"),
+                                                     course_secret=course_secret_in(root / "source"))
     return to_results(result, shown, sandboxed=sandboxed, warning=warning)
 
 

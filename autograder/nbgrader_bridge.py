@@ -48,14 +48,14 @@ from autograder import rubric, worker
 
 try:  # the kit is usable without nbgrader; only the course needs it
     from nbgrader.preprocessors import Execute as _Execute, NbGraderPreprocessor as _Preprocessor
-    from traitlets import Float, Integer
+    from traitlets import Float, Integer, Unicode
 except ImportError:
     _Execute = _Preprocessor = object
 
     def Integer(default, **_):  # noqa: N802  (traitlets' names: without them, plain class attributes)
         return default
 
-    Float = Integer
+    Float = Unicode = Integer
 
 _built = {}
 
@@ -179,6 +179,9 @@ class TrustedGrades(_Preprocessor):
 
     wall_seconds = Float(rubric.WALL_SECONDS, help="Time limit of one submission in the grader").tag(config=True)
     task_seconds = Float(rubric.TASK_SECONDS, help="Time limit of one task in the grader").tag(config=True)
+    course_secret_file = Unicode("", help="The course secret (python -m autograder course-secret FILE): each "
+                                          "student's hidden cases are then their own. Or set "
+                                          "$AUTOGRADER_COURSE_SECRET_FILE.").tag(config=True)
 
     _grader = None  # one per nbgrader process: the hidden cases are built once for the whole class
 
@@ -189,8 +192,12 @@ class TrustedGrades(_Preprocessor):
         from autograder.sandbox import Limits
 
         if TrustedGrades._grader is None:
+            from autograder import seeds
+
             limits = Limits(wall_seconds=self.wall_seconds, task_seconds=self.task_seconds)
-            TrustedGrades._grader = Grader(limits=limits)
+            secret_file = self.course_secret_file or os.environ.get(seeds.SECRET_FILE_VARIABLE, "")
+            TrustedGrades._grader = Grader(limits=limits, course_secret=seeds.course_secret(secret_file or None),
+                                           secrets=[secret_file] if secret_file else [])
         linked = _linked_submission(resources)
         if linked:  # nbgrader has read it already, following the link: its content is not the student's
             from autograder.grade import _all_failed
@@ -200,7 +207,8 @@ class TrustedGrades(_Preprocessor):
             with tempfile.TemporaryDirectory(prefix="trusted-grades-") as folder:
                 path = Path(folder) / f"{rubric.ASSIGNMENT}.ipynb"
                 path.write_text(nbformat.writes(nb), encoding="utf-8")
-                result = TrustedGrades._grader.grade(path)
+                student = (resources.get("nbgrader") or {}).get("student")
+                result = TrustedGrades._grader.grade(path, student=f"nbgrader:{student}" if student else None)
         by_id = {test.id: test for test in result.tests}
         for cell in nb.cells:
             grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
@@ -217,7 +225,7 @@ class TrustedGrades(_Preprocessor):
                 message = f"{test.id} (0 of {test.max_score:g} points): {test.output}"
                 cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue=message,
                                                        traceback=[f"AssertionError: {message}"])]
-        notes = "".join(f"\n  {note}" for note in result.notes)
+        notes = "".join(f"\n  {note}" for note in result.notes + ([result.cases_from] if result.cases_from else []))
         self.log.info("The kit's grader, out of the kernel: %g of %g points%s", result.score, result.max_score, notes)
         return nb, resources
 

@@ -109,8 +109,11 @@ def question_info(image):
     }
 
 
-def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=gradescope.KIT):
-    """Write the image context, the serverFilesCourse folder and a sample question to ``out_dir``."""
+def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=gradescope.KIT, course_secret_file=None):
+    """Write the image context, the serverFilesCourse folder and a sample question to ``out_dir``.
+
+    ``course_secret_file``: the course secret, copied into serverFilesCourse (which students never see), so that
+    each variant's hidden cases are its own."""
     out_dir = Path(out_dir)
     files = gradescope.source_files(kit)
     pyproject = (kit / "pyproject.toml").read_text(encoding="utf-8")
@@ -132,6 +135,12 @@ def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=grad
         target = out_dir / "serverFilesCourse" / KIT_FOLDER / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((kit / name).read_bytes())
+    if course_secret_file:
+        from autograder import seeds
+
+        target = out_dir / "serverFilesCourse" / KIT_FOLDER / gradescope.COURSE_SECRET
+        target.write_bytes(seeds.read_secret_file(course_secret_file) + b"\n")
+        target.chmod(0o600)
     return out_dir
 
 
@@ -154,6 +163,8 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
                      "grader's files.")
     if result.notes:
         lines += ["Notes on your file:", *result.notes]
+    if result.cases_from:
+        lines.append(result.cases_from)
     score = result.score / result.max_score if result.max_score else 0.0
     return {"gradable": True, "score": min(1.0, max(0.0, score)), "message": "\n".join(lines), "output": "",
             "tests": tests}
@@ -163,10 +174,21 @@ def not_gradable(message):
     return {"gradable": False, "score": 0, "message": message, "output": "", "tests": []}
 
 
+def variant_identity(data_path):
+    """PrairieLearn's variant seed from data.json: each student's variant is their own, and a regrade of a
+    submission to the same variant sees the same one. None where data.json does not say."""
+    try:
+        seed = json.loads(Path(data_path).read_text(encoding="utf-8")).get("variant_seed")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return f"prairielearn-variant:{seed}" if isinstance(seed, (int, str)) and str(seed) else None
+
+
 def _grade(root):
     result, shown, warning, sandboxed = gradescope.grade_upload(
         root / "student", [root / "serverFilesCourse", root / "tests", root / "data", root / "results"],
-        platform="PrairieLearn")
+        platform="PrairieLearn", student=variant_identity(root / "data" / "data.json"),
+        course_secret=gradescope.course_secret_in(root / "serverFilesCourse" / KIT_FOLDER))
     if shown is None:  # nothing graded: no file, an unreadable one, or no sandbox
         return not_gradable("\n".join(result.notes))
     return to_results(result, shown, sandboxed, warning)

@@ -212,7 +212,9 @@ ERROR = record({"type": text(200), "mro": list_of(text(200), 64), "message": tex
 LOAD_ERROR = record({"type": text(200), "mro": list_of(text(200), 64), "message": text(), "where": text(),
                      "chunk": text()})
 VALUE = one_of(record({"tensor": tensor, "device": text(64)}), record({"type_name": text(400), "repr": text(400)}))
-OUTCOME = one_of(record({"missing": text(200)}), record({"error": ERROR}), record({"value": VALUE}))
+# "changed": the positions of the arguments the call changed in place (worker._changed).
+OUTCOME = one_of(record({"missing": text(200)}), record({"error": ERROR}),
+                 record({"value": VALUE}, {"changed": list_of(integer, 64)}))
 MODULE_OUTCOME = one_of(
     record({"missing": text(200)}),
     record({"init": OUTCOME}, {"weight": OUTCOME, "weight_is_parameter": boolean, "weight_registered": boolean,

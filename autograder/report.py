@@ -86,6 +86,8 @@ def feedback(result):
     lines = [f"{inert_line(result.name)}: {_points(result.score)} / {_points(result.max_score)}"]
     for note in result.notes:
         lines.append("  note: " + inert(note).replace("\n", "\n        "))
+    if getattr(result, "cases_from", ""):
+        lines.append("  " + inert(result.cases_from).replace("\n", "\n  "))
     current = None
     for test in result.tests:
         if test.task != current:

@@ -148,16 +148,39 @@ def _decode_argument(value):
     return value
 
 
+def _copies(values):
+    """A copy of each tensor among ``values`` (by position), to tell afterwards whether a call changed it."""
+    return [(index, _TB.clone(value)) for index, value in enumerate(values) if isinstance(value, torch.Tensor)]
+
+
+def _changed(values, copies):
+    """The positions of the tensors a call changed in place (a tensor it made unreadable counts as changed)."""
+    changed = []
+    for index, copy in copies:
+        try:
+            same = _EQUAL(values[index], copy)
+        except BaseException:
+            same = False
+        if not same:
+            changed.append(index)
+    return changed
+
+
 def _call(namespace, call, chunks):
     function = namespace.get(call["name"])
     if function is None:
         return {"missing": call["name"]}
     args = _decode_argument(call.get("args", []))
     kwargs = _decode_argument(call.get("kwargs", {}))
+    copies = _copies(args)
     try:
-        return {"value": _encode(function(*args, **kwargs))}
+        outcome = {"value": _encode(function(*args, **kwargs))}
     except BaseException as error:  # SystemExit and KeyboardInterrupt included
         return _error(error, chunks)
+    changed = _changed(args, copies)
+    if changed:  # the grader's side says so: a function must leave the caller's tensors as they were
+        outcome["changed"] = changed
+    return outcome
 
 
 def _run_module_probe(namespace, probe, chunks):
@@ -185,8 +208,11 @@ def _run_module_probe(namespace, probe, chunks):
         if probe.get("weight") is not None:
             with torch.no_grad():
                 module.weight.copy_(probe["weight"])
+        copies = _copies([probe["x"]])
         output = module(probe["x"])
         out["forward"] = {"value": _encode(output)}
+        if _changed([probe["x"]], copies):
+            out["forward"]["changed"] = [0]
         if probe.get("grad_out") is not None:
             module.weight.grad = None
             (output * probe["grad_out"]).sum().backward()
@@ -267,6 +293,7 @@ def _limit_self(limits):
 # or push a dispatch mode, so that an output read through them shows whatever it likes; these it cannot
 # replace (torch._C.TensorBase is an immutable type, and the functions are held here).
 _TB = torch._C.TensorBase
+_EQUAL = torch.equal  # taken before any submitted code runs, which may replace torch.equal
 _STRING_AT = ctypes.string_at
 _FORMATS = {torch.float32: "f", torch.float64: "d", torch.float16: "e", torch.int64: "q", torch.int32: "i",
             torch.int16: "h", torch.int8: "b", torch.uint8: "B", torch.bool: "?"}

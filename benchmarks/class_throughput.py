@@ -14,6 +14,11 @@ same notebooks are graded in one run (``--ways`` picks some):
   (``TIMING_WITHOUT_GPU``). J submissions at once (``--jobs``, default 2).
 * ``kit-no-timing``: the same with ``--without-gpu give``, which skips the
   timing tier: the difference between the two rows is the tier's share.
+* ``kit-per-student``: the kit row again with a course secret (``--course-secret``):
+  every student's hidden cases are drawn from a seed of their own and built
+  for that submission (autograder/seeds.py). The difference from the kit row is
+  what cases of one's own cost; the run also prints what building one seed's
+  cases and their expected outputs costs in this process, alone.
 * ``kit-no-cgroups``: the kit row again with ``AUTOGRADER_CGROUP=off``: no
   control group per job. The difference is what the per-job limits (memory,
   processes, CPU) cost a submission.
@@ -490,13 +495,22 @@ def require_every_student(way, students):
                              f"missing {missing}, unexpected {extra}")
 
 
-def grade_with_kit(course, root, jobs, students, timing_mode=None, cgroups=True):
+def grade_with_kit(course, root, jobs, students, timing_mode=None, cgroups=True, per_student=False):
     key, name = ("kit", "kit") if timing_mode is None else ("kit-no-timing", f"kit, --without-gpu {timing_mode}")
     if not cgroups:  # what the limits per job cost: the same run without a control group per job
         key, name = key.replace("kit", "kit-no-cgroups", 1), name.replace("kit", "kit, AUTOGRADER_CGROUP=off", 1)
+    extra = []
+    if per_student:  # hidden cases of one's own: a seed per student from a course secret
+        key, name = "kit-per-student", "kit, --course-secret"
+        secret = root / "course_secret"
+        if not secret.exists():
+            from autograder.seeds import write_secret
+
+            write_secret(secret)
+        extra = ["--course-secret", str(secret)]
     out = root / (key + "-out")
     command = [sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--jobs", str(jobs),
-               "--out", str(out)] + (["--without-gpu", timing_mode] if timing_mode else [])
+               "--out", str(out)] + (["--without-gpu", timing_mode] if timing_mode else []) + extra
     way = Way(key, name, f"{jobs} job{'s' if jobs > 1 else ''}")
     way.seconds, lines, way.load = timed(command, REPO_ROOT, root / f"{out.name}.log",
                                          None if cgroups else {"AUTOGRADER_CGROUP": "off"})
@@ -659,7 +673,22 @@ def print_summary(ways, args):
               "one's start paid once, so a small --count understates the ratios.)")
 
 
-WAYS = ("kit", "kit-no-timing", "kit-no-cgroups", "nbgrader-kit", "nbgrader-plain", "plain-course")
+WAYS = ("kit", "kit-per-student", "kit-no-timing", "kit-no-cgroups", "nbgrader-kit", "nbgrader-plain",
+        "plain-course")
+
+
+def cases_cost(seeds=10):
+    """Seconds to build one seed's hidden cases, expected outputs and plan, in this process (median of ``seeds``)."""
+    from autograder.cases import build_cases
+    from autograder.sandbox import serialize_plan
+
+    build_cases(1)  # imports and first-call costs out of the figure
+    times = []
+    for seed in range(2, 2 + seeds):
+        started = time.perf_counter()
+        serialize_plan(build_cases(seed))
+        times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2]
 # Issue 10's targets: the kit per submission at least this many times faster than each nbgrader way
 # (15x than nbgrader running the kit's own notebook, 10x than the plain course).
 TARGETS = {"nbgrader-kit": 15, "nbgrader-plain": 15, "plain-course": 10}
@@ -700,6 +729,7 @@ def main(argv=None):
               "(nbgrader's ways take seconds a notebook).", file=sys.stderr)
         run = {
             "kit": lambda: grade_with_kit(course, root, args.jobs, students),
+            "kit-per-student": lambda: grade_with_kit(course, root, args.jobs, students, per_student=True),
             "kit-no-timing": lambda: grade_with_kit(course, root, args.jobs, students, timing_mode="give"),
             "kit-no-cgroups": lambda: grade_with_kit(course, root, args.jobs, students, cgroups=False),
             "nbgrader-kit": lambda: grade_with_nbgrader(course, root, students, plain=False),
@@ -720,6 +750,13 @@ def main(argv=None):
                                                  for s in differ))
         print_table(ways, args.count)
         print_summary(ways, args)
+        if "kit-per-student" in by_key and "kit" in by_key:
+            kit, own = by_key["kit"], by_key["kit-per-student"]
+            cost = cases_cost()
+            print(f"Hidden cases of one's own: {own.seconds / args.count:.2f} s a submission with a course secret "
+                  f"against {kit.seconds / args.count:.2f} s with the shared seed ({own.seconds / kit.seconds:.2f}x); "
+                  f"building one seed's cases, expected outputs and plan takes {cost * 1000:.0f} ms here "
+                  f"({cost / (kit.seconds / args.count) * 100:.0f}% of the shared seed's time a submission).")
     finally:
         if args.keep:
             print(f"Kept {folder}: each way's course folder and its log.", file=sys.stderr)

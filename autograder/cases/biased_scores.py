@@ -45,7 +45,7 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, bias_shap
                                    lambda: product / math.sqrt(head_dim) + bias))
     check = tensor_check(label, expected, atol=5e-5, rtol=5e-5, mistakes=mistakes,
                          axes=("batch", "head", "query", "key"), factors=score_factors(head_dim, scale),
-                         terms={"q @ k^T": (product, used), "bias": (bias, 1.0)})
+                         terms={"q @ k^T": (product, used), "bias": (bias, 1.0)}, inputs=("q", "k", "bias"))
     shape = {(batch, heads, length_q, length_k): "(B, H, Lq, Lk)", (1, heads, length_q, length_k): "(1, H, Lq, Lk)",
              (length_q, length_k): "(Lq, Lk)", (batch, 1, 1, length_k): "(B, 1, 1, Lk)"}.get(tuple(bias_shape), "other")
     return Case(test, label, call_probe(NAME, [q, k, bias], kwargs), check,

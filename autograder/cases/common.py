@@ -167,9 +167,24 @@ def _right_but_for_the_form(got, expected, atol, rtol):
     return " The values are right: only the dtype differs."
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def changed_inputs(outcome, label, names=None):
+    """A sentence when the call changed one of its input tensors in place (the worker says which), else ""."""
+    changed = (outcome or {}).get("changed") or []
+    if not changed:
+        return ""
+    said = [f"its {ORDINALS[i] if i < len(ORDINALS) else f'argument {i + 1}'} argument"
+            + (f" ({names[i]})" if names and i < len(names) else "") for i in changed]
+    return (f"{label} changed {' and '.join(said)} in place. A function must leave its inputs as they were: its "
+            "caller still uses them (the same q serves every head's scores, the same x the next layer). Compute "
+            "into a new tensor: q * scale rather than q *= scale or q.mul_(scale), x + rows rather than x += rows.")
+
+
 def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected_device="cpu",
                  also_accept=None, axes=None, factors=None, coordinates=None, advice=(), terms=None,
-                 also_terms=None):
+                 also_terms=None, inputs=None):
     """A check that the call returned ``expected`` (same dtype and shape, values within tolerance).
 
     ``also_accept`` is a second right answer: what the task should return when it
@@ -177,7 +192,8 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
     When no known mistake explains a wrong output, ``compare.relation`` says how it relates to the right one
     (``axes``, ``factors``, ``coordinates`` and ``terms``, with ``also_terms`` those of ``also_accept``, name
     what it may quote); ``advice``, ``(pattern, words)`` pairs,
-    adds what such a relation usually means where the pattern matches its sentence.
+    adds what such a relation usually means where the pattern matches its sentence. ``inputs`` names the
+    call's arguments, for saying which one the call changed in place (a failure even when the values are right).
     """
 
     def check(outcome):
@@ -186,14 +202,17 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
             return Verdict(False, failed, raised=outcome is not None and "missing" not in outcome)
         got = returned_value(outcome)
         problem = mismatch(got, expected, what=f"{label}", atol=atol, rtol=rtol)
+        changed = changed_inputs(outcome, label, inputs)
         if problem is None:
             device = device_of(outcome)
             if device != expected_device:
                 return Verdict(False, f"{label} returned a tensor on {device}, expected {expected_device}: "
                                       "build new tensors on the input's device (device=...).")
-            return Verdict(True)
+            return Verdict(False, changed.replace(" changed", " returns the right values, but it changed", 1)) \
+                if changed else Verdict(True)
         if also_accept is not None and mismatch(got, also_accept, atol=atol, rtol=rtol) is None:
-            return Verdict(True)
+            return Verdict(False, changed.replace(" changed", " returns the right values, but it changed", 1)) \
+                if changed else Verdict(True)
         right = [expected] + ([also_accept] if also_accept is not None else [])
         form = next(filter(None, (_right_but_for_the_form(got, answer, atol, rtol) for answer in right)), None)
         if form:  # no mistake of value to name
@@ -205,8 +224,10 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
                                  for answer, parts in reversed(answers))), None)
         meaning = " ".join(words for pattern, words in advice if how and re.search(pattern, how))
         told = f"{problem}\nHow it goes wrong: {how}" + (f" {meaning}" if meaning else "") if how else problem
+        told += f"\nAlso: {changed}" if changed else ""
         if explanation:
-            return Verdict(False, f"{problem}\nLikely mistake: {explanation}", mistake=explanation, unnamed=told)
+            return Verdict(False, f"{problem}\nLikely mistake: {explanation}" + (f"\nAlso: {changed}" if changed else ""),
+                           mistake=explanation, unnamed=told)
         return Verdict(False, told)
 
     return check

@@ -39,7 +39,7 @@ def _stage(outcome, stage):
 
 def _forward_check(label, expected, mistakes=(), terms=None):
     tensor = tensor_check(label, expected, atol=1e-6, rtol=1e-6, mistakes=mistakes,
-                          axes=("batch", "position", "feature"), terms=terms)
+                          axes=("batch", "position", "feature"), terms=terms, inputs=("x",))
 
     def check(outcome):
         if outcome is None or "missing" in outcome:
@@ -70,6 +70,11 @@ def _parameter_check(label, max_len, d_model):
         if problem and "wrong at" not in problem:
             return Verdict(False, problem)
         mean, std = weight.double().mean().item(), weight.double().std().item()
+        if abs(std - 0.02**2) < 0.0001:
+            return Verdict(False, f"{label}.weight has standard deviation {std:.5f}, that is 0.02**2.\nLikely mistake: "
+                                  "the variance was given where the standard deviation belongs: N(0, 0.02**2) has "
+                                  "standard deviation 0.02, so nn.init.normal_(w, std=0.02).",
+                           mistake="the variance was given as the standard deviation")
         if abs(std - 1.0) < 0.05:
             return Verdict(False, f"{label}.weight has standard deviation {std:.3f}: that is N(0, 1), the default "
                                   "of nn.Embedding. Draw it from N(0, 0.02**2): nn.init.normal_(w, std=0.02).")
@@ -161,8 +166,12 @@ def build(rng, generator):
             if outcome is None or "missing" in outcome or "error" in outcome["init"]:
                 return forward(outcome)
             if "grad" not in outcome:
-                return Verdict(False, failure_of(outcome.get("forward"), f"{NAME} forward or backward") or
-                               f"{label}: no gradient came back.")
+                failed = failure_of(outcome.get("forward"), f"{NAME} forward or backward")
+                if failed and "does not require grad" in failed:
+                    failed += ("\nHow it goes wrong: the output is not connected to weight, so nothing can flow "
+                               "back to it: use self.weight itself (slicing keeps the graph), never a detached "
+                               "copy (.detach(), .data, torch.tensor(...)).")
+                return Verdict(False, failed or f"{label}: no gradient came back.")
             got = returned_value(outcome["grad"])
             if not isinstance(got, torch.Tensor):
                 return Verdict(False, f"{label} is None: weight took no part in the output. Use self.weight "

@@ -79,6 +79,7 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
                          also_accept=_scores(q, key, rel_k, stand_in, used, used).to(dtype),
                          axes=("batch", "head", "query", "key"), factors=score_factors(head_dim, scale),
                          coordinates={"|j - i|": distances(length_q, length_k).abs()}, advice=ADVICE,
+                         inputs=("q", "k", "rel_k"),
                          terms={"q . k": (key_scores, used), "q . rel_k": (_scores(q, key, rel_k, index, 0, 1), used)},
                          also_terms={"q . k": (key_scores, used),
                                      "q . rel_k": (_scores(q, key, rel_k, stand_in, 0, 1), used)})

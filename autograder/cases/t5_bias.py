@@ -66,7 +66,8 @@ def _case(test, generator, length_q, length_k, heads, bidirectional=True, num_bu
     ]
     substitute = {"name": "t5_relative_position_bucket", "stand_in": "scrambled_buckets", "key": list(key_)}
     check = tensor_check(label, expected, atol=0, rtol=0, mistakes=mistakes,
-                         also_accept=_from_buckets(bias_table, stand_in), axes=("batch", "head", "query", "key"))
+                         also_accept=_from_buckets(bias_table, stand_in), axes=("batch", "head", "query", "key"),
+                         inputs=("length_q", "length_k", "bias_table"))
     default = bidirectional and num_buckets == 32 and max_distance == 128
     features = {"lengths": lengths(length_q, length_k), "size 1": size_one(length_q, length_k, heads),
                 "settings": "the default settings" if default else "settings passed",

@@ -103,7 +103,7 @@ def case(test, relative_position, bidirectional=True, num_buckets=32, max_distan
                          mistakes=mistakes(relative_position, bidirectional, num_buckets, max_distance),
                          coordinates={"|relative_position|": relative_position.abs(),
                                       "relative_position": relative_position},
-                         advice=_advice(bidirectional, num_buckets))
+                         advice=_advice(bidirectional, num_buckets), inputs=("relative_position",))
     max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
     features = {"direction": f"bidirectional={bidirectional}",
                 "settings": "settings passed" if (num_buckets, max_distance) != (32, 128) else "T5's defaults",
