@@ -23,7 +23,7 @@ from autograder.cases import build_cases, hints_of
 from autograder.cases.common import Verdict
 from autograder.load import LoadError, load, submission_name
 from autograder.sandbox import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
-                                resolve_sandbox, run_submission, serialize_plan)
+                                resolve_sandbox, run_submission, serialize_plan, visible_to_jobs)
 
 CASE_SETS_KEPT = 64  # hidden case sets kept built (one per seed: per student with a course secret)
 MACHINE_ATTEMPTS = 3  # a job that the machine could not start is tried this many times before the row says so
@@ -246,6 +246,13 @@ class Grader:
             if hidden:
                 self.server.close()
                 raise SandboxMissing(f"Jobs cannot run as users of their own here: {hidden}.")
+        if tier == BUBBLEWRAP:
+            shown = visible_to_jobs(secrets)
+            if shown:
+                self.server.close()
+                raise SandboxMissing(f"{', '.join(shown)} would be in every job's view: the sandbox mounts the "
+                                     "system's and the Python environment's folders for jobs to read. Keep the "
+                                     "course secret, the submissions and the results elsewhere.")
         self.server.ready()
         self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
                                                    self.limits, self.server)

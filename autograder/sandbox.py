@@ -194,6 +194,28 @@ def resolve_sandbox(choice):
     return NO_SANDBOX
 
 
+def mounted_for_jobs():
+    """The folders bubblewrap mounts, read-only, into every job: the system's and the Python environment's."""
+    readable = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
+    for prefix in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
+        if prefix not in readable and not any(prefix.startswith(path + "/") for path in readable):
+            readable.append(prefix)
+    return readable
+
+
+def visible_to_jobs(paths):
+    """Those of ``paths`` that a bubblewrap job could read: below a mounted folder and not below a kit folder
+    (which is covered). A secret there would be in every job's view."""
+    mounted, covered = mounted_for_jobs(), [str(folder) for folder in KIT_FOLDERS]
+    below = lambda path, folder: path == folder or path.startswith(folder.rstrip("/") + "/")
+    found = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if any(below(real, folder) for folder in mounted) and not any(below(real, folder) for folder in covered):
+            found.append(str(path))
+    return found
+
+
 def sandbox_options(scratch_bytes=rubric.SCRATCH_BYTES):
     """bubblewrap's options for a sandbox, without the program: (options, the folders mounted read-only).
 
@@ -201,10 +223,7 @@ def sandbox_options(scratch_bytes=rubric.SCRATCH_BYTES):
     environment read-only, with the grader's package and the reference covered; private /tmp, /work and
     /dev/shm of ``scratch_bytes`` each. The caller adds its own mounts, then ``READ_ONLY_ROOT``.
     """
-    readable = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
-    for prefix in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
-        if prefix not in readable and not any(prefix.startswith(path + "/") for path in readable):
-            readable.append(prefix)
+    readable = mounted_for_jobs()
     options = [bubblewrap() or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--proc", "/proc"]
     if os.path.exists("/dev/nvidiactl"):  # a GPU: its device files, and what CUDA reads in /sys
         options += ["--dev-bind", "/dev", "/dev", "--ro-bind", "/sys", "/sys"]

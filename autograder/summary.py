@@ -26,6 +26,10 @@ BAR_WIDTH = 40  # the longest bar of the text histogram, in characters
 NAMES_SHOWN = 10  # submissions named under "could not be graded" before "and N more"
 
 _MISTAKE = re.compile(r"Likely mistake: (.*)")
+_DIAGNOSIS = re.compile(r"((?:How|When) it goes wrong): (.*)")
+# What differs between two students' diagnoses of one mistake: their cases' counts and numbers.
+_COUNTS = re.compile(r" \((\d+ of \d+ entries wrong|\d+ cases? pass, \d+ fail)\)")
+_NUMBER = re.compile(r"(?<![\w/])(?<!\d\.)-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w/])")
 _EPSILON = 1e-9  # totals are sums of floats (the timing tier gives fractions of points)
 
 
@@ -102,6 +106,29 @@ def diagnosed_mistakes(result):
     return list(found)
 
 
+def diagnosis_kind(line):
+    """A diagnosis as the class summary counts it: without its case's counts, its numbers as #."""
+    return _NUMBER.sub("#", _COUNTS.sub("", line)).strip()
+
+
+def diagnosed_conditions(result):
+    """The distinct (task, "How/When it goes wrong: ...") pairs in the failed tests of ``result`` that no named
+    mistake explains, each as diagnosis_kind makes it."""
+    found = {}
+    for test in result.tests:
+        if not test.passed and not _MISTAKE.search(test.output):
+            for match in _DIAGNOSIS.finditer(test.output):
+                found[(test.task, f"{match.group(1)}: {diagnosis_kind(match.group(2))}")] = None
+    return list(found)
+
+
+def common_conditions(results):
+    """[((task, diagnosis), submissions)] over the class, most common first, as common_mistakes."""
+    counts = Counter(pair for result in results for pair in diagnosed_conditions(result))
+    order = {task.name: index for index, task in enumerate(all_tasks())}
+    return sorted(counts.items(), key=lambda item: (-item[1], order.get(item[0][0], len(order)), item[0][1]))
+
+
 def common_mistakes(results):
     """[((task, mistake), submissions)] over the class, most common first.
 
@@ -173,6 +200,16 @@ def _mistake_section(results):
                                    subsequent_indent=" " * 8))
     if len(ranked) > TOP_MISTAKES:
         lines.append(f"  ... and {_plural(len(ranked) - TOP_MISTAKES, 'other mistake')}.")
+    conditions = common_conditions(results)
+    if conditions:
+        lines += ["", "Most common diagnoses where no known mistake fits (how or when the output goes wrong; "
+                      "numbers as #)"]
+        for rank, ((task, said), count) in enumerate(conditions[:TOP_MISTAKES], start=1):
+            head = f"  {rank:>2}. {_plural(count, 'submission')}, {inert_line(task)}: "
+            lines.append(textwrap.fill(inert_line(said), width=100, initial_indent=head,
+                                       subsequent_indent=" " * 8))
+        if len(conditions) > TOP_MISTAKES:
+            lines.append(f"  ... and {_plural(len(conditions) - TOP_MISTAKES, 'other diagnosis')}.")
     return lines
 
 

@@ -227,3 +227,17 @@ def test_the_command_line_makes_a_secret_and_grades_each_student_with_their_own_
     assert saved["dana"]["seed"] == seeds.student_seed(key, "dana")
     assert saved["eli"]["seed"] == seeds.student_seed(key, "eli")
     assert saved["dana"]["seed"] != saved["eli"]["seed"]
+
+
+def test_a_course_secret_where_jobs_could_read_it_stops_the_grader(tmp_path):
+    """In the bubblewrap tier the system's and the Python environment's folders are mounted into every job: a
+    secret kept there is refused before any job runs, with the reason."""
+    from autograder.sandbox import BUBBLEWRAP, SandboxMissing, bubblewrap_problem, visible_to_jobs
+
+    inside = Path(sys.prefix) / "course_secret_for_a_test"
+    assert visible_to_jobs([inside]) == [str(inside)]
+    assert visible_to_jobs([tmp_path / "course_secret"]) == []
+    if bubblewrap_problem():
+        pytest.skip(f"bubblewrap cannot run here: {bubblewrap_problem()}")
+    with pytest.raises(SandboxMissing, match="in every job's view"):
+        Grader(sandbox=BUBBLEWRAP, secrets=[inside])

@@ -19,7 +19,7 @@ import pytest
 from autograder import rubric
 from autograder.grade import Result
 from autograder.grade import TestResult as Row  # not "Test...": pytest would try to collect it
-from autograder.summary import (BIN_LABELS, common_mistakes, histogram, score_bin, summary_plot, summary_text,
+from autograder.summary import (BIN_LABELS, common_conditions, common_mistakes, histogram, score_bin, summary_plot, summary_text,
                                 write_summary)
 
 SIN_COS = "sin and cos are swapped: column 2k holds the sine, column 2k+1 the cosine."
@@ -249,3 +249,21 @@ def test_write_summary_of_an_empty_class(tmp_path):
     written = write_summary([], tmp_path)
     assert written[0] == tmp_path / "summary.txt"
     assert "No submissions were graded" in written[0].read_text(encoding="utf-8")
+
+
+def test_diagnoses_without_a_named_mistake_are_counted_across_the_class_whatever_their_numbers():
+    """Two students with the same unnamed slip see different numbers (their own hidden cases); the summary
+    counts them as one diagnosis, and never counts a test whose mistake has a name."""
+    def how(first, wrong_entries):
+        return (f"sinusoidal_table(50, 16) is wrong at [1, 2]: expected 0.1, got 0.2 (9 of 800 entries differ).\n"
+                f"How it goes wrong: the output is right for position 0..{first - 1}, wrong from position {first} "
+                f"on ({wrong_entries} of 800 entries wrong).")
+
+    the_class = [student("fay", {"sinusoidal_values": (0, how(30, 320))}),
+                 student("gus", {"sinusoidal_values": (0, how(47, 48))}),
+                 student("hal", {"sinusoidal_values": (0, wrong(SIN_COS) + "\nHow it goes wrong: swapped.")})]
+    assert common_conditions(the_class) == [
+        (("sinusoidal", "How it goes wrong: the output is right for position #..#, wrong from position # on."), 2)]
+    lines = " ".join(" ".join(section(summary_text(the_class), "Most common diagnoses where no known mistake")).split())
+    assert re.search(r"1\. 2 submissions, sinusoidal: How it goes wrong: the output is right for position #\.\.#",
+                     lines), lines

@@ -1212,7 +1212,7 @@ def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dt
         error = (got64 - expected64).abs()
         limit = torch.as_tensor(atol, dtype=torch.float64) + rtol * expected64.abs()
         wrong = ~(error <= limit)  # NaN or inf in the error counts as wrong
-        error = torch.nan_to_num(error, nan=float("inf"))
+        error = torch.nan_to_num(error, nan=float("inf"), posinf=float("inf"))
     if not wrong.any():
         return None
     flat_wrong = wrong.flatten()
@@ -1374,6 +1374,14 @@ def _whole(g, e, atol, rtol, names, factors, exact):
             if _close(g.narrow(axis, 0, size - 1), e.narrow(axis, 1, size - 1), atol, rtol):
                 return (f"it is the expected output shifted by one along the {names[axis]} axis: your entry at "
                         f"index i is the expected entry at i + 1")
+    if g.numel() > 1 and _close(g.flatten().sort().values, e.flatten().sort().values, atol, rtol):
+        moved = None
+        for axis, size in enumerate(g.shape):  # a permutation of slices along one axis is said below
+            if size > 1 and _close(g.sum(axis), e.sum(axis), atol, rtol * size):
+                moved = axis
+        if moved is None:
+            return ("the output holds exactly the expected values, but in another order: look at how the parts "
+                    "are stacked, concatenated or reshaped (a reshape keeps the memory order)")
     for axis, size in enumerate(g.shape):
         if 1 < size <= _MAX_PERMUTED_AXIS:
             order = []
@@ -1493,11 +1501,21 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
         return None
     atol, exact = _scalar_tolerance(atol), not expected.is_floating_point()
     g, e = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
-    if bool(torch.isnan(g).any()) or bool(torch.isinf(g).any()):
-        return None
     names = _axis_names(e.shape, axes)
     if tuple(g.shape) != tuple(e.shape):
-        return _shape_relation(g, e, atol, rtol, names)
+        return None if not bool(torch.isfinite(g).all()) else _shape_relation(g, e, atol, rtol, names)
+    if bool(torch.isnan(g).any()):
+        return None  # mismatch says where the first NaN is
+    infinite = torch.isinf(g) & torch.isfinite(e)
+    if bool(infinite.any()):
+        rest = _close(g[~infinite], e[~infinite], atol, rtol)
+        facts = _where_wrong(infinite, names, coordinates, e, exact)
+        sign = "-inf" if bool((g[infinite] < 0).all()) else "inf" if bool((g[infinite] > 0).all()) else "infinite"
+        where = facts[0].replace("wrong only ", "", 1) if facts and facts[0].startswith("wrong only ") else (
+            f"at {int(infinite.sum())} of {infinite.numel()} entries")
+        return (f"the output is {sign} {where}"
+                + (", and right everywhere else" if rest else "")
+                + (" (a mask applied that the function was not asked for?)." if rest and sign == "-inf" else "."))
     if _close(g, e, atol, rtol):
         return None
     whole = _whole(g, e, atol, rtol, names, factors, exact) or _term_relation(g, e, atol, rtol, terms, factors)
