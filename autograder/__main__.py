@@ -8,6 +8,7 @@
     gradescope-bundle ZIP   the autograder zip for Gradescope (setup.sh, run_autograder, the kit)
     prairielearn-bundle DIR the grading image, serverFilesCourse and a sample question for PrairieLearn
     course-secret FILE      write a new course secret: every student then gets hidden cases of their own
+    capstone                the lesson's last part outside the notebook: five models, one table
 
 Exit status 0 when every submission was graded, whatever the scores; 2 when
 the grader itself could not work (bad arguments, missing files).
@@ -186,6 +187,11 @@ def main(argv=None):
                          help="copy this course secret into serverFilesCourse: each variant's hidden cases are then "
                               "its own")
 
+    capstone = commands.add_parser("capstone", help="train the lesson's five tiny models with the reference and "
+                                                    "print the comparison (the lesson's part 9)")
+    capstone.add_argument("--seed", type=int, default=0)
+    capstone.add_argument("--steps", type=int, default=200, help="training steps of each language model")
+
     secret = commands.add_parser("course-secret", help="write a new course secret to FILE (hidden cases per student)")
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
                                                      "anything students receive")
@@ -201,6 +207,10 @@ def main(argv=None):
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["demo"] + argv  # the demo is the default command
     args = parser.parse_args(argv)
+    if args.command == "capstone":
+        from autograder.capstone import main as capstone_main
+
+        return capstone_main(["--seed", str(args.seed), "--steps", str(args.steps)])
     if args.command == "course-secret":
         from autograder.seeds import write_secret
 
@@ -236,7 +246,7 @@ def main(argv=None):
             folder, archive = release(args.out, course=args.course or COURSE)
         except CourseError as error:
             parser.exit(2, f"python -m autograder release: {error}\n")
-        print(f"wrote {folder}/ and {archive}\nIn that folder a student runs: pytest -k sinusoidal")
+        print(f"wrote {folder}/ and {archive}\nIn that folder a student runs: pytest -k learned")
         return 0
     if args.command == "demo":
         from autograder.demo import write_class

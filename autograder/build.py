@@ -93,8 +93,10 @@ def generated_files():
     """{path relative to the repository: text} of every file made from solutions/ and the grader's modules.
 
     The student folder gets the stubs, the comparison helpers (``checks.py``, a
-    copy of compare.py) and the notebook loader of its self-checks (a copy of
-    load.py); nbgrader's source folder gets the lesson notebook and ``checks.py``.
+    copy of compare.py), the notebook loader of its self-checks (a copy of
+    load.py) and the lesson's last part (``capstone.py``, a copy of capstone.py: no
+    answer in it); nbgrader's source folder gets the lesson notebook, ``checks.py``
+    and ``capstone.py``.
     """
     from autograder.course import course_files
 
@@ -102,14 +104,17 @@ def generated_files():
     checks = GENERATED.format(source="autograder/compare.py and autograder/loop_check.py") + checks_text()
     loader = GENERATED.format(source="autograder/load.py") + (ROOT / "autograder" / "load.py").read_text(
         encoding="utf-8")
+    capstone = GENERATED.format(source="autograder/capstone.py") + (ROOT / "autograder" / "capstone.py").read_text(
+        encoding="utf-8")
     student = STUDENT_DIR.relative_to(ROOT)
     files = {
         str(student / "positional_encodings.py"): GENERATED.format(source="solutions/positional_encodings.py")
         + make_stub(reference),
         str(student / "checks.py"): checks,
         str(student / "notebook_loader.py"): loader,
+        str(student / "capstone.py"): capstone,
     }
-    files.update(course_files(reference, checks))
+    files.update(course_files(reference, checks, capstone))
     return files
 
 

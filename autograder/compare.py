@@ -310,6 +310,9 @@ def _where_wrong(wrong, names, coordinates, e, exact):
             facts.append(f"wrong at every odd {name} (1, 3, 5, ...), right at the even ones")
         elif size >= 4 and bad == list(range(0, size, 2)):
             facts.append(f"wrong at every even {name} (0, 2, 4, ...), right at the odd ones")
+        elif not generic and bad[0] > 0 and len(_runs(bad).split(", ")) > 3:  # scattered, all from some index on
+            facts.append(f"right for {_span(name, 0, bad[0] - 1)}, wrong at {len(bad)} of the {size - bad[0]} "
+                         f"from {name} {bad[0]} on")
         elif generic:
             continue  # a list of indices of an unnamed axis tells the student nothing
         elif size - len(bad) == 1:
@@ -360,7 +363,7 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
     if not isinstance(got, torch.Tensor) or not isinstance(expected, torch.Tensor) or got.is_complex() \
             or expected.is_complex() or not expected.numel():
         return None
-    atol, exact = _scalar_tolerance(atol), not expected.is_floating_point()
+    per_entry, atol, exact = atol, _scalar_tolerance(atol), not expected.is_floating_point()
     g, e = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
     names = _axis_names(e.shape, axes)
     if tuple(g.shape) != tuple(e.shape):
@@ -382,7 +385,10 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
     whole = _whole(g, e, atol, rtol, names, factors, exact) or _term_relation(g, e, atol, rtol, terms, factors)
     if whole:
         return whole + "."
-    wrong = ~((g - e).abs() <= atol + rtol * e.abs())
+    try:  # where the entries are wrong, with the tolerance of each entry, as mismatch counts them
+        wrong = ~((g - e).abs() <= torch.as_tensor(per_entry, dtype=torch.float64) + rtol * e.abs())
+    except RuntimeError:
+        wrong = ~((g - e).abs() <= atol + rtol * e.abs())
     facts = _where_wrong(wrong, names, coordinates, e, exact)
     d = (g - e)[wrong]
     if not facts and exact and bool((d.abs() == 1).all()):

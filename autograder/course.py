@@ -173,13 +173,14 @@ def notebook_text(notebook):
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
 
 
-def course_files(reference_text, checks_text):
+def course_files(reference_text, checks_text, capstone_text):
     """{path relative to the repository: text} of the generated files of nbgrader's source folder."""
     notebook = build_notebook(LESSON.read_text(encoding="utf-8"), reference_text)
     source = SOURCE.relative_to(ROOT)
     return {
         str(source / NOTEBOOK): notebook_text(notebook),
         str(source / "checks.py"): checks_text,
+        str(source / "capstone.py"): capstone_text,
     }
 
 

@@ -107,8 +107,10 @@ def _child_limits(limits):
 
 SANDBOX_WORK = "/work"  # the submission's work folder, as the sandboxed worker sees it
 SANDBOX_WORKER = "/sandbox/worker.py"
+# /etc/fonts: fontconfig's configuration, without which matplotlib's text prints "Fontconfig error" into every
+# notebook kernel's output (and so into the student's feedback).
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/ld.so.cache", "/etc/ld.so.conf",
-                "/etc/ld.so.conf.d", "/etc/alternatives")
+                "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/fonts")
 
 
 class SandboxMissing(RuntimeError):

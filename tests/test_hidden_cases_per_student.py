@@ -241,3 +241,34 @@ def test_a_course_secret_where_jobs_could_read_it_stops_the_grader(tmp_path):
         pytest.skip(f"bubblewrap cannot run here: {bubblewrap_problem()}")
     with pytest.raises(SandboxMissing, match="in every job's view"):
         Grader(sandbox=BUBBLEWRAP, secrets=[inside])
+
+
+def test_nbgrader_s_trusted_grades_draw_each_student_s_cases_from_the_course_secret(tmp_path, monkeypatch):
+    """TrustedGrades (nbgrader autograde's step that decides the grade) grades with the course secret of its
+    config and the student id nbgrader gives it, so the gradebook holds grades of each student's own cases."""
+    import nbformat
+
+    from autograder import nbgrader_bridge
+
+    secret_file = seeds.write_secret(tmp_path / "course_secret")
+    seen = []
+
+    class Recording(Grader):
+        def grade(self, path, student=None, seed=None):
+            result = super().grade(path, student=student, seed=seed)
+            seen.append((student, result.seed))
+            return result
+
+    monkeypatch.setattr("autograder.grade.Grader", Recording)
+    monkeypatch.setattr(nbgrader_bridge.TrustedGrades, "_grader", None)
+    notebook = nbformat.read(ROOT / "assignments" / "source" / "positional_encodings" / "positional_encodings.ipynb",
+                             as_version=4)
+    step = nbgrader_bridge.TrustedGrades(course_secret_file=str(secret_file))
+    try:
+        step.preprocess(notebook, {"nbgrader": {"student": "fatima", "notebook": "positional_encodings"}})
+    finally:
+        if nbgrader_bridge.TrustedGrades._grader is not None:
+            nbgrader_bridge.TrustedGrades._grader.close()
+        nbgrader_bridge.TrustedGrades._grader = None
+    key = seeds.read_secret_file(secret_file)
+    assert seen == [("nbgrader:fatima", seeds.student_seed(key, "nbgrader:fatima"))]

@@ -81,3 +81,25 @@ def test_a_daemon_started_in_the_kernel_dies_with_it_and_an_endless_cell_is_inte
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
     assert survivors == []
+
+
+def test_matplotlib_in_the_sandbox_writes_no_fontconfig_error():
+    """The kernel's stderr goes into the student's feedback: drawing text must not complain about fontconfig
+    (its configuration, /etc/fonts, is mounted read-only like the other system folders)."""
+    import subprocess
+    import sys
+
+    from autograder.sandbox import READ_ONLY_ROOT, bubblewrap_problem, sandbox_options
+
+    if bubblewrap_problem():
+        pytest.skip(f"bubblewrap cannot run here: {bubblewrap_problem()}")
+    if not os.path.isdir("/etc/fonts"):
+        pytest.skip("this machine has no fontconfig configuration to mount")
+    options, _ = sandbox_options()
+    script = ("import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt; plt.figure(); "
+              "plt.text(0, 0, 'x'); plt.savefig('/tmp/picture.png'); print('drawn')")
+    run = subprocess.run(options + READ_ONLY_ROOT + ["--setenv", "HOME", "/tmp", "--setenv", "MPLCONFIGDIR", "/tmp",
+                                                     sys.executable, "-c", script],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "drawn" in run.stdout, run.stderr
+    assert "Fontconfig" not in run.stderr, run.stderr

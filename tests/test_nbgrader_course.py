@@ -8,6 +8,7 @@ self-check files) -> notebooks of several students in submitted/ -> `nbgrader au
 hangs, floods, forks or reads the disk, and still every notebook gets its row, each hostile one 0.
 """
 
+import contextlib
 import csv
 import json
 import os
@@ -231,6 +232,21 @@ def test_a_kernel_that_ignores_the_interrupt_is_shut_down(course):
     assert "the kernel did not stop when interrupted" in notes["demo-learned-picture"]
 
 
+@contextlib.contextmanager
+def _quick_capstone():
+    """The lesson's part 9 trains for a few steps only in these kernels (its full run is timed elsewhere:
+    tests/test_capstone.py and the README's figures)."""
+    before = os.environ.get("POSITIONAL_KIT_QUICK")
+    os.environ["POSITIONAL_KIT_QUICK"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["POSITIONAL_KIT_QUICK"]
+        else:
+            os.environ["POSITIONAL_KIT_QUICK"] = before
+
+
 def _seconds_in_the_kernel(notebook):
     """From the first cell sent to the kernel to the last message back, by nbclient's timestamps."""
     from datetime import datetime
@@ -293,8 +309,9 @@ def test_the_released_notebook_filled_in_passes_its_visible_checks_in_a_real_ker
     folder = tmp_path / ASSIGNMENT
     shutil.copytree(course.student_folder, folder)
     notebook = nbformat.reads(json.dumps(_filled(json.loads((folder / NOTEBOOK).read_text()), reference_text)), 4)
-    NotebookClient(notebook, timeout=rubric.NOTEBOOK_CELL_SECONDS, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(folder)}}).execute()
+    with _quick_capstone():
+        NotebookClient(notebook, timeout=rubric.NOTEBOOK_CELL_SECONDS, kernel_name="python3", allow_errors=True,
+                       resources={"metadata": {"path": str(folder)}}).execute()
     errors = [(_grade_id(cell), output["ename"]) for cell in notebook.cells if cell.cell_type == "code"
               for output in cell.outputs if output.output_type == "error"]
     assert errors == []
@@ -310,8 +327,9 @@ def test_the_disarming_notebook_fools_its_own_kernel_but_not_the_gradebook(cours
     # In its own kernel every graded cell runs clean (this is what plain nbgrader would have graded)...
     folder = course.path / "submitted" / "disarms_the_checks" / ASSIGNMENT
     notebook = nbformat.reads((folder / NOTEBOOK).read_text(), 4)
-    NotebookClient(notebook, timeout=rubric.NOTEBOOK_CELL_SECONDS, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(folder)}}).execute()
+    with _quick_capstone():
+        NotebookClient(notebook, timeout=rubric.NOTEBOOK_CELL_SECONDS, kernel_name="python3", allow_errors=True,
+                       resources={"metadata": {"path": str(folder)}}).execute()
     graded = [cell for cell in notebook.cells if _grade_id(cell) in rubric.TEST_BY_ID]
     assert len(graded) == len(rubric.TESTS)
     assert not [output for cell in graded for output in cell.outputs if output.output_type == "error"]

@@ -84,10 +84,11 @@ def test_a_failed_test_s_message_keeps_the_hidden_case_out_of_sight(reference_te
     from autograder.grade import Result, TestResult
 
     tests = [TestResult(test.id, test.task, test.points, test.points, "Passed.") for test in rubric.TESTS]
-    tests[0] = TestResult("sinusoidal_values", "sinusoidal", 0, 7, "sinusoidal_table(50, 16) is wrong at [0, 1]: "
-                          "expected 1, got 0.\nLikely mistake: sin and cos are swapped.")
+    where = [test.id for test in rubric.TESTS].index("sinusoidal_values")
+    tests[where] = TestResult("sinusoidal_values", "sinusoidal", 0, 7, "sinusoidal_table(50, 16) is wrong at [0, 1]: "
+                              "expected 1, got 0.\nLikely mistake: sin and cos are swapped.")
     results = prairielearn.to_results(Result("x", "x.py", tests, []), "x.py")
-    message = results["tests"][0]["message"]
+    message = results["tests"][where]["message"]
     assert "Likely mistake: sin and cos are swapped." in message and "sinusoidal_table(50" not in message
     assert results["score"] == pytest.approx((rubric.MAX_SCORE - 7) / rubric.MAX_SCORE)
     speed = next(test for test in results["tests"] if test["name"] == "shaw_speed")

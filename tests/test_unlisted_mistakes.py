@@ -38,6 +38,14 @@ VARIANTS = {
             angle = (position[:, None] * frequency[None, :]).float()
             return torch.stack((angle.sin(), angle.cos()), dim=-1).reshape(num_positions, d_model).to(dtype)
         """, r"wrong from position \d+ on|up to num_positions"),
+    "sinusoidal_half_precision_positions": ("sinusoidal", """
+        def sinusoidal_table(num_positions, d_model, base=10000.0, *, device=None, dtype=torch.float32):
+            _check(num_positions, d_model)
+            position = torch.arange(num_positions, dtype=torch.float16).double()  # exact up to 2048 only
+            two_k = torch.arange(0, d_model, 2, dtype=torch.float64)
+            angle = position[:, None] * base ** (-two_k / d_model)
+            return torch.stack((angle.sin(), angle.cos()), dim=-1).reshape(num_positions, d_model).to(dtype)
+        """, r"right for position 0\.\.2048, wrong at \d+ of the \d+ from position 2049 on.*usually one of precision"),
     "sinusoidal_always_float32": ("sinusoidal", """
         def sinusoidal_table(num_positions, d_model, base=10000.0, *, device=None, dtype=torch.float32):
             return _reference_sinusoidal_table(num_positions, d_model, base, device=device)

@@ -24,7 +24,7 @@ HINTS = {
 ADVICE = (
     (r"wrong at every odd column", "The odd columns are the cosines cos(t * w_k): look at how they are made."),
     (r"wrong at every even column", "The even columns are the sines sin(t * w_k): look at how they are made."),
-    (r"wrong from position \d{3,} on", "An error that appears only far into the table is usually one of precision: "
+    (r"from position \d{3,} on", "An error that appears only far into the table is usually one of precision: "
                                         "compute the angles t * w_k in float32 or better before sin and cos."),
     (r"right for column 0\.\.1, wrong from column 2 on", "The first pair (frequency 1) is right and the others are "
                                                        "not: look at the frequencies w_k = base ** (-2k / d_model)."),
