@@ -1449,7 +1449,7 @@ def _where_wrong(wrong, names, coordinates, e, exact):
             facts.append(f"wrong at every odd {name} (1, 3, 5, ...), right at the even ones")
         elif size >= 4 and bad == list(range(0, size, 2)):
             facts.append(f"wrong at every even {name} (0, 2, 4, ...), right at the odd ones")
-        elif bad[0] > 0 and len(_runs(bad).split(", ")) > 3:  # scattered, but all of them from some index on
+        elif not generic and bad[0] > 0 and len(_runs(bad).split(", ")) > 3:  # scattered, all from some index on
             facts.append(f"right for {_span(name, 0, bad[0] - 1)}, wrong at {len(bad)} of the {size - bad[0]} "
                          f"from {name} {bad[0]} on")
         elif generic:
