@@ -483,3 +483,30 @@ class BoundedExecute(_Execute):
                     if room <= 0:
                         break
                 output["traceback"] = lines
+
+
+class NamedContents(_Preprocessor):
+    """The feedback's own contents: one line per rubric test, by name, with its points, linked to its cell.
+
+    nbgrader's feedback page lists every graded cell as "Test cell"; this puts a markdown cell at the top
+    that names each test, says what it checks and how many of its points the student got. Its text is the
+    rubric's and the scores GetGrades read, nothing of the student's, so it needs no cleaning.
+    """
+
+    def preprocess(self, nb, resources):
+        import nbformat
+
+        rows = ["| test | what it checks | points |", "|---|---|---|"]
+        for cell in nb.cells:
+            grade = (cell.get("metadata") or {}).get("nbgrader") or {}
+            test = rubric.TEST_BY_ID.get(grade.get("grade_id"))
+            if test is None or not grade.get("grade"):
+                continue
+            score = grade.get("score")
+            points = "not graded" if score is None else f"{float(score):g} of {test.points}"
+            checks = test.checks.replace("|", "\\|")  # a bar would end the table's cell
+            rows.append(f"| [{test.id}](#{test.id}) | {checks} | {points} |")
+        if len(rows) > 2:
+            heading = "## Your results, test by test\n\nEach name links to its cell below.\n\n"
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(heading + "\n".join(rows)))
+        return nb, resources

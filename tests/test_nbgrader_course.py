@@ -376,6 +376,10 @@ def test_feedback_html_is_written_for_each_student_and_hides_the_hidden_tests(co
         for sign in HIDDEN_SIGNS:
             assert sign not in html, (student, sign)
         assert str(rubric.SEED) not in html
+        # the contents name each test, with its points, and link to its cell (nbgrader's say "Test cell")
+        assert "Your results, test by test" in html, student
+        for test in rubric.TESTS:
+            assert f'href="#{test.id}"' in html and f">{test.id}</a>" in html, (student, test.id)
     for name in WRONG_ANSWERS:  # the failure is explained, the mistake named, not just marked
         html = (course.path / "feedback" / name / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
         assert "AssertionError" in html and MISTAKE_BY_NAME[name].says in html, name

@@ -415,6 +415,9 @@ class Comparison:
             if method in self.left_out:
                 lines.append(f"{method:<11} | left out: {self.left_out[method]}")
                 continue
+            if method not in self.language_models:
+                lines.append(f"{method:<11} | not trained in this run")
+                continue
             lm, classifier = self.language_models[method], self.classifiers[method]
             longer = (f"{sum(lm.per_position[self.settings['context']:]) / self.settings['context']:.3f}"
                       if lm.per_position else "refused")
