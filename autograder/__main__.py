@@ -191,6 +191,7 @@ def main(argv=None):
                                                     "print the comparison (the lesson's part 9)")
     capstone.add_argument("--seed", type=int, default=0)
     capstone.add_argument("--steps", type=int, default=200, help="training steps of each language model")
+    capstone.add_argument("--classifier-steps", type=int, default=300, help="training steps of each classifier")
 
     secret = commands.add_parser("course-secret", help="write a new course secret to FILE (hidden cases per student)")
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
@@ -210,7 +211,8 @@ def main(argv=None):
     if args.command == "capstone":
         from autograder.capstone import main as capstone_main
 
-        return capstone_main(["--seed", str(args.seed), "--steps", str(args.steps)])
+        return capstone_main(["--seed", str(args.seed), "--steps", str(args.steps),
+                              "--classifier-steps", str(args.classifier_steps)])
     if args.command == "course-secret":
         from autograder.seeds import write_secret
 

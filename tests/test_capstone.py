@@ -85,7 +85,8 @@ def test_the_capstone_holds_no_answer():
 
 
 def test_the_command_prints_the_comparison():
-    run = subprocess.run([sys.executable, "-m", "autograder", "capstone", "--steps", "4"], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "autograder", "capstone", "--steps", "4", "--classifier-steps", "4"],
+                         cwd=ROOT,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     for method in capstone.METHODS:

@@ -456,11 +456,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder capstone", description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=200, help="training steps of each language model")
+    parser.add_argument("--classifier-steps", type=int, default=300, help="training steps of each classifier")
     args = parser.parse_args(argv)
     from solutions import positional_encodings as reference
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    comparison = compare(reference, seed=args.seed, steps=args.steps,
+    comparison = compare(reference, seed=args.seed, steps=args.steps, classifier_steps=args.classifier_steps,
                          progress=lambda method, lm, c: print(f"  {method}: {lm.seconds + c.seconds:.1f} s",
                                                               flush=True))
     print(comparison.table())
