@@ -122,7 +122,7 @@ def sizes_in_error(message, sizes):
     said = []
     for number in dict.fromkeys(re.findall(r"(?<![\w.])(\d+)(?![\w.])", message or "")):
         names = [name for name, value in sizes.items() if _numeric(value) and str(value) == number]
-        if len(names) == 1 and (number, names[0]) not in said:
+        if len(names) == 1:  # the numbers are distinct already (dict.fromkeys)
             said.append((number, names[0]))
     if not said:
         return ""

@@ -203,16 +203,16 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         got = returned_value(outcome)
         problem = mismatch(got, expected, what=f"{label}", atol=atol, rtol=rtol)
         changed = changed_inputs(outcome, label, inputs)
+        right_but_changed = Verdict(False, changed.replace(" changed", " returns the right values, but it changed",
+                                                           1)) if changed else Verdict(True)
         if problem is None:
             device = device_of(outcome)
             if device != expected_device:
                 return Verdict(False, f"{label} returned a tensor on {device}, expected {expected_device}: "
                                       "build new tensors on the input's device (device=...).")
-            return Verdict(False, changed.replace(" changed", " returns the right values, but it changed", 1)) \
-                if changed else Verdict(True)
+            return right_but_changed
         if also_accept is not None and mismatch(got, also_accept, atol=atol, rtol=rtol) is None:
-            return Verdict(False, changed.replace(" changed", " returns the right values, but it changed", 1)) \
-                if changed else Verdict(True)
+            return right_but_changed
         right = [expected] + ([also_accept] if also_accept is not None else [])
         form = next(filter(None, (_right_but_for_the_form(got, answer, atol, rtol) for answer in right)), None)
         if form:  # no mistake of value to name
@@ -223,11 +223,10 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
                                           coordinates=coordinates, terms=parts)
                                  for answer, parts in reversed(answers))), None)
         meaning = " ".join(words for pattern, words in advice if how and re.search(pattern, how))
-        told = f"{problem}\nHow it goes wrong: {how}" + (f" {meaning}" if meaning else "") if how else problem
-        told += f"\nAlso: {changed}" if changed else ""
+        also = f"\nAlso: {changed}" if changed else ""
+        told = (f"{problem}\nHow it goes wrong: {how}" + (f" {meaning}" if meaning else "") if how else problem) + also
         if explanation:
-            return Verdict(False, f"{problem}\nLikely mistake: {explanation}" + (f"\nAlso: {changed}" if changed else ""),
-                           mistake=explanation, unnamed=told)
+            return Verdict(False, f"{problem}\nLikely mistake: {explanation}{also}", mistake=explanation, unnamed=told)
         return Verdict(False, told)
 
     return check
