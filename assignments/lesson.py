@@ -175,7 +175,7 @@ assert_close(module.weight.grad[6:], torch.zeros(4, 4), what="the gradient of ro
 # %% [demo: learned_picture]
 table = LearnedPositionalEmbedding(64, 64).weight.detach()  # (64, 64)
 unit = table / table.norm(dim=-1, keepdim=True)
-plt.figure(figsize=(4, 3.4))
+plt.figure(layout="constrained", figsize=(4, 3.4))
 plt.imshow(unit @ unit.T, cmap="RdBu_r", vmin=-1, vmax=1)
 plt.colorbar(label="cosine similarity")
 plt.xlabel("position")
@@ -248,7 +248,7 @@ print(f"largest |PE(t + 3) - R(3) PE(t)| over t = 0..56: {(table[delta:] - moved
 
 # %% [demo: sinusoidal_picture]
 table = sinusoidal_table(100, 64)  # (100, 64)
-figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
+figure, (left, right) = plt.subplots(1, 2, layout="constrained", figsize=(10, 3.4))
 image = left.imshow(table, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1)
 figure.colorbar(image, ax=left, label="PE[t, i]")
 left.set(xlabel="dimension", ylabel="position", title="sinusoidal_table(100, 64)")
@@ -294,13 +294,12 @@ def spread_along_diagonals(matrix):
 
 print(f"p_i . p_j:     values on one diagonal differ by at most {spread_along_diagonals(plain):.1e}")
 print(f"p_i W p_j^T:   values on one diagonal differ by at most {spread_along_diagonals(projected):.2f}")
-figure, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+figure, axes = plt.subplots(1, 2, layout="constrained", figsize=(9, 3.6))
 for axis, matrix, title in ((axes[0], plain, "p_i . p_j: depends on i - j only"),
                             (axes[1], projected, "p_i W p_j^T: depends on i and j")):
     image = axis.imshow(matrix, cmap="RdBu_r")
     figure.colorbar(image, ax=axis, label="dot product")
     axis.set(xlabel="key position j", ylabel="query position i", title=title)
-figure.tight_layout()
 plt.show()
 
 # %% [markdown]
@@ -342,7 +341,7 @@ assert_close(rows, torch.zeros(5, 5, dtype=torch.int64), what="clipped_relative_
 
 # %% [demo: relative_positions_picture]
 rows = clipped_relative_positions(8, 8, 3)  # (8, 8)
-plt.figure(figsize=(4, 3.6))
+plt.figure(layout="constrained", figsize=(4, 3.6))
 plt.imshow(rows, cmap="viridis")
 plt.colorbar(label="row of rel_k")
 for i in range(8):
@@ -402,7 +401,7 @@ assert tuple(scores.shape) == (1, 1, 2, 7), f"Lq = 2 queries and Lk = 7 keys giv
 # %% [demo: shaw_picture]
 q = torch.randn(8).expand(1, 1, 16, 8)  # the same query at every position
 relative_only = shaw_scores(q, torch.zeros(1, 1, 16, 8), torch.randn(7, 8), 3, scale=1.0)[0, 0]  # (16, 16)
-plt.figure(figsize=(4, 3.6))
+plt.figure(layout="constrained", figsize=(4, 3.6))
 plt.imshow(relative_only, cmap="RdBu_r")
 plt.colorbar(label="q . rel_k[clip(j - i) + k]")
 plt.xlabel("key j")
@@ -468,7 +467,7 @@ assert_raises(ValueError, t5_relative_position_bucket, torch.arange(5), num_buck
 
 # %% [demo: t5_bucket_picture]
 relative = torch.arange(-150, 151)
-plt.figure(figsize=(7, 3.2))
+plt.figure(layout="constrained", figsize=(7, 3.2))
 plt.step(relative, t5_relative_position_bucket(relative), where="mid", label="bidirectional (encoder)")
 plt.step(relative, t5_relative_position_bucket(relative, bidirectional=False), where="mid", label="causal (decoder)")
 plt.xlabel("relative position j - i")
@@ -535,12 +534,11 @@ table[1, 0] = 4.0  # distance -1: the previous word
 table[8:16, 0] = table[24:32, 0] = -1.0  # far in either direction
 before = torch.softmax(biased_scores(q, key, torch.zeros(1, 1, 12, 12)), dim=-1)[0, 0]
 after = torch.softmax(biased_scores(q, key, t5_bias(12, 12, table)), dim=-1)[0, 0]
-figure, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+figure, axes = plt.subplots(1, 2, layout="constrained", figsize=(9, 3.6))
 for axis, weights, title in ((axes[0], before, "no position"), (axes[1], after, "with the T5 bias")):
     image = axis.imshow(weights, cmap="Blues", vmin=0, vmax=1)
     figure.colorbar(image, ax=axis, label="attention weight")
     axis.set(xlabel="key j", ylabel="query i", title=title)
-figure.tight_layout()
 plt.show()
 
 # %% [markdown]
@@ -561,7 +559,7 @@ table[far, 1] = 3.0  # head 1: far words, either side
 table[1:16, 2] = 3.0  # head 2: keys before the query (j - i < 0 uses buckets 1..15)
 table[17:32, 3] = 3.0  # head 3: keys after it
 weights = torch.softmax(biased_scores(q, key, t5_bias(12, 12, table)), dim=-1)[0]  # (4, 12, 12)
-figure, axes = plt.subplots(1, 4, figsize=(14, 3.4))
+figure, axes = plt.subplots(1, 4, layout="constrained", figsize=(14, 3.4))
 for head, (axis, title) in enumerate(zip(axes, ("near", "far", "before", "after"))):
     image = axis.imshow(weights[head], cmap="Blues", vmin=0, vmax=1)
     axis.set(xlabel="key j", ylabel="query i" if head == 0 else "", title=f"head {head}: {title}")
@@ -650,7 +648,7 @@ print(f"All of it: {time.perf_counter() - started:.0f} s")
 # average of `-log p(next word)` on stories the model never saw.
 
 # %% [demo: capstone_curves]
-figure, axis = plt.subplots(figsize=(8, 4))
+figure, axis = plt.subplots(layout="constrained", figsize=(8, 4))
 for number, (method, run) in enumerate(comparison.language_models.items()):
     colour = f"C{number}"
     steps, losses = zip(*run.train_losses)
@@ -658,7 +656,7 @@ for number, (method, run) in enumerate(comparison.language_models.items()):
     axis.plot(steps[len(steps) - len(smooth):], smooth, color=colour, alpha=0.35)
     axis.plot(*zip(*run.held_out_losses), color=colour, marker="o", label=f"{method} (held out)")
 axis.set(xlabel="training step", ylabel="loss (nats per word)", title="the same model, five ways of giving position")
-axis.legend()
+axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the curves, never over them
 plt.show()
 
 # %% [markdown]
@@ -696,7 +694,7 @@ for method, run in comparison.language_models.items():
 # ones.
 
 # %% [demo: capstone_longer]
-figure, axis = plt.subplots(figsize=(8, 4))
+figure, axis = plt.subplots(layout="constrained", figsize=(8, 4))
 for number, (method, run) in enumerate(comparison.language_models.items()):
     if run.per_position is None:
         print(f"{method}: {run.longer}")
@@ -704,7 +702,7 @@ for number, (method, run) in enumerate(comparison.language_models.items()):
     axis.plot(run.per_position, color=f"C{number}", label=method)
 axis.axvline(comparison.settings["context"] - 0.5, color="black", linestyle="--", label="trained up to here")
 axis.set(xlabel="position in the window", ylabel="held-out loss", title="windows twice as long as in training")
-axis.legend()
+axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the curves, never over them
 plt.show()
 
 # %% [markdown]
@@ -720,7 +718,7 @@ plt.show()
 # word.
 
 # %% [demo: capstone_nearest]
-figure, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+figure, axes = plt.subplots(1, 2, layout="constrained", figsize=(10, 3.6))
 norms = {}
 for method, run in comparison.language_models.items():
     vectors = run.model.position_vectors(comparison.settings["context"])
@@ -734,7 +732,6 @@ for dimension in (16, 64, 768):
     axes[1].hist(torch.cosine_similarity(a, b, dim=-1), bins=60, histtype="step", label=f"{dimension} dimensions")
 axes[1].set(xlabel="cosine of two random vectors", ylabel="pairs", title="random directions are nearly orthogonal")
 axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the curves, not over them
-figure.tight_layout()
 plt.show()
 
 # %% [markdown]

@@ -12,7 +12,7 @@ from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, SaveAut
 from autograder import rubric
 from autograder.kernel_sandbox import SandboxedKernelManager
 from autograder.nbgrader_bridge import BoundedExecute, NamedContents, TrustedGrades
-from autograder.nbgrader_inert import MakeInert
+from autograder.nbgrader_inert import MakeInert, OfflineMath
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -59,7 +59,10 @@ c.Autograde.exclude_overwriting = {}
 # cleans them out of the feedback (nh3), as it did out of the autograded notebook (below), so that a notebook
 # graded before it was added is inert too (autograder/nbgrader_inert.py).
 # NamedContents puts a contents list that names each test at the top (nbgrader's own calls each "Test cell").
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, MakeInert, NamedContents, CSSHTMLHeaderPreprocessor]
+# OfflineMath writes each formula as MathML, which browsers draw themselves: nbconvert leaves the TeX for
+# MathJax, loaded from a CDN, so a student reading the feedback offline would see raw TeX.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, MakeInert, OfflineMath, NamedContents,
+                                    CSSHTMLHeaderPreprocessor]
 
 # The grade of each graded cell comes from the kit's grader, run out of the student's kernel on the
 # notebook's code (autograder/nbgrader_bridge.py), just before nbgrader saves the grades; the notebook

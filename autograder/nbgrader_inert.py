@@ -279,3 +279,90 @@ class MakeInert(NbGraderPreprocessor):
         for cell in nb.cells:
             make_inert(cell)
         return nb, resources
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Formulas without internet access. nbconvert leaves $...$ in the page for MathJax, which it loads from a
+# CDN: a student reading the feedback offline sees raw TeX. OfflineMath writes each formula of a markdown
+# cell as MathML, which current browsers draw natively, so the page needs nothing from elsewhere. The MathML
+# comes from latex2mathml, whose output is not safe as it is (\text{<img ...>} passes through unescaped), so
+# it is parsed as XML and written again from an allowlist of MathML elements and attributes; a formula whose
+# conversion fails, or does not parse, stays as its TeX, escaped (MathJax still draws it when online).
+
+MATHML_TAGS = frozenset({
+    "math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msup", "msub", "msubsup", "mfrac", "msqrt",
+    "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mstyle", "mpadded", "mphantom",
+    "menclose", "merror"})  # no annotation-xml, mglyph or malignmark: the ones sanitiser bypasses go through
+MATHML_ATTRIBUTES = frozenset({
+    "display", "displaystyle", "scriptlevel", "mathvariant", "mathsize", "stretchy", "fence", "separator",
+    "symmetric", "largeop", "movablelimits", "accent", "accentunder", "lspace", "rspace", "minsize", "maxsize",
+    "linethickness", "columnalign", "rowalign", "columnspacing", "rowspacing", "columnlines", "rowlines",
+    "frame", "width", "height", "depth", "voffset", "notation", "form"})
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9 .%+\-]{0,40}")
+_MATHML_NAMESPACE = "{http://www.w3.org/1998/Math/MathML}"
+
+
+def _escape(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def _written(element):
+    tag = element.tag[len(_MATHML_NAMESPACE):] if element.tag.startswith(_MATHML_NAMESPACE) else element.tag
+    if tag not in MATHML_TAGS:
+        raise ValueError(f"not a MathML element the feedback shows: {tag}")
+    attributes = "".join(f' {name}="{_escape(value)}"' for name, value in sorted(element.attrib.items())
+                         if name in MATHML_ATTRIBUTES and _PLAIN_VALUE.fullmatch(value))
+    if tag == "math":
+        attributes = ' xmlns="http://www.w3.org/1998/Math/MathML"' + attributes
+    inner = _escape(element.text or "") + "".join(_written(child) + _escape(child.tail or "") for child in element)
+    return f"<{tag}{attributes}>{inner.replace(chr(10), ' ').replace(chr(13), ' ')}</{tag}>"
+
+
+def mathml(tex, display=False):
+    """The formula ``tex`` as MathML built only from the allowlist above, or None where it cannot be."""
+    import xml.etree.ElementTree as ElementTree
+
+    from latex2mathml.converter import convert
+
+    try:
+        return _written(ElementTree.fromstring(convert(tex, display="block" if display else "inline")))
+    except Exception:  # latex2mathml raises many kinds on TeX it does not know; the TeX is shown instead
+        return None
+
+
+class _MathRenderer(_Renderer):
+    def inline_math(self, body):
+        return mathml(body) or super().inline_math(body)
+
+    def block_math(self, body):
+        return mathml(body, display=True) or super().block_math(body)
+
+    def latex_environment(self, name, body):
+        return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True) or super().latex_environment(name, body)
+
+
+def offline_math(source, attachments=None):
+    """A markdown cell's text with its formulas as MathML, or the text as it is where it has no formula.
+
+    Run after ``make_inert``: a cell that renders to anything active is an HTML block by then and is left
+    alone (its formulas stay TeX). Otherwise the cell becomes its own rendering, on one line in a ``<div>``,
+    with each formula written by ``mathml``; the rest is nbconvert's rendering of markdown that is safe as it is.
+    """
+    rendered, active = _render(source, attachments)
+    if active:
+        return source
+    renderer = _MathRenderer(attachments)
+    with_math = MarkdownWithMath(renderer=renderer).render(source)
+    if with_math == rendered:
+        return source  # no formula: nothing to change
+    return _one_block(with_math)
+
+
+class OfflineMath(NbGraderPreprocessor):
+    """Each formula of the feedback's markdown as MathML, so that it renders without internet access."""
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = offline_math(cell.source, cell.get("attachments"))
+        return nb, resources

@@ -300,7 +300,7 @@ def test_the_course_config_runs_make_inert_after_the_kernel_and_before_the_feedb
     assert steps.index("MakeInert") == steps.index("BoundedExecute") + 1
     assert steps.index("TrustedGrades") == steps.index("SaveAutoGrades") - 1
     feedback = [step.__name__ for step in config.GenerateFeedback.preprocessors]
-    assert feedback.index("ClearHiddenTests") < feedback.index("MakeInert")
+    assert feedback.index("ClearHiddenTests") < feedback.index("MakeInert") < feedback.index("OfflineMath")
 
 
 HOSTILE_CODE = f"""\
@@ -363,3 +363,89 @@ def test_nbgrader_autograde_and_generate_feedback_leave_no_students_script(tmp_p
         assert f"<script>alert('{MARK}')" not in page and f"onerror={MARK}>" not in page, student  # (code is escaped)
         assert not re.search(f"=[\"']?javascript:{MARK}", page), student  # as text it may stay: it does nothing
         assert "My answer, in <em>my</em> words." in page and "<b>bold</b>" in page, student
+
+
+# Formulas in the feedback as MathML (OfflineMath): drawn without internet access, and never a way in.
+from autograder.nbgrader_inert import MATHML_ATTRIBUTES, MATHML_TAGS, OfflineMath  # noqa: E402
+
+TEX_PIECES = (
+    r"\sqrt{d_k}", r"\mathrm{PE}(t, 2i) = \sin(t / 10000^{2i/d})", r"\frac{q_i \cdot k_j}{\sqrt{d}}", "i < j",
+    "a > b", "x & y", r"\begin{pmatrix} a & b \\ c & d \end{pmatrix}", r"\sum_{j=1}^{L} e^{s_{ij}}",
+    rf"\text{{<img src=x onerror={MARK}>}}", rf"\href{{javascript:{MARK}}}{{x}}",
+    rf"\style{{position:fixed;top:0}}{{{MARK}}}", rf"\color{{red\" onclick=\"{MARK}}}{{x}}",
+    rf"</math><script>{MARK}</script>", rf"\text{{</mtext></math><img src=x onerror={MARK}>}}",
+    rf"<mglyph><style><img src=x onerror={MARK}>", r"\unknowncommand{x}", "{", r"\\", MARK,
+)
+
+
+class _MathReader(HTMLParser):
+    """Every element and attribute found inside a <math> element of a page, and whether each is closed."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.depth, self.tags, self.attributes, self.formulas = 0, set(), set(), 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "math":
+            self.formulas += 1
+        if tag == "math" or self.depth:
+            self.depth += 1
+            self.tags.add(tag)
+            self.attributes |= {name for name, _ in attrs}
+
+    def handle_endtag(self, tag):
+        if self.depth:
+            self.depth -= 1
+
+
+def _read_math(page):
+    reader = _MathReader()
+    reader.feed(page)
+    reader.close()
+    return reader
+
+
+def with_offline_math(notebook):
+    notebook = inert(notebook)
+    OfflineMath().preprocess(notebook, {})
+    return notebook
+
+
+def test_every_formula_of_the_lesson_is_mathml_in_the_feedback():
+    lesson = with_offline_math(nbformat.read(SOURCE / NOTEBOOK, as_version=4))
+    markdown = [cell for cell in lesson.cells if cell.cell_type == "markdown"]
+    page = exported(_notebook(markdown))
+    body = re.sub(r"<script.*?</script>", "", page, flags=re.S)  # MathJax's own configuration holds $ signs
+    assert "$" not in body  # no formula left for MathJax to draw
+    # Each $...$ and $$...$$ of the lesson's text is one <math> element (the lesson writes no other $).
+    formulas = sum(len(re.findall(r"\$\$.+?\$\$|\$.+?\$", cell.source, flags=re.S))
+                   for cell in nbformat.read(SOURCE / NOTEBOOK, as_version=4).cells if cell.cell_type == "markdown")
+    math = _read_math(page)
+    assert math.formulas == formulas > 50
+    assert math.tags <= MATHML_TAGS and math.depth == 0
+
+
+@given(st.lists(st.tuples(st.sampled_from(TEX_PIECES), st.sampled_from(("", " ", "+"))), min_size=1, max_size=4),
+       st.sampled_from(("${}$", "$${}$$", "Text ${}$ more.", "$${}$$\n\nand ${}$")),
+       st.sampled_from(ORDINARY_MARKDOWN + ("",)))
+@settings(max_examples=60, deadline=None)
+def test_formulas_written_as_mathml_carry_nothing_active(pieces, frame, around):
+    tex = "".join(piece + separator for piece, separator in pieces)
+    source = around + "\n\n" + frame.replace("{}", tex)
+    page = exported(with_offline_math(_notebook([nbformat.v4.new_markdown_cell(source)])))
+    math = _read_math(page)
+    assert math.tags <= MATHML_TAGS, (source, math.tags - MATHML_TAGS)
+    assert math.attributes <= MATHML_ATTRIBUTES | {"xmlns"}, (source, math.attributes)
+    global ACTIVE_TAGS
+    saved, ACTIVE_TAGS = ACTIVE_TAGS, ACTIVE_TAGS - {"math"}  # MathML of allowlisted elements and text is inert
+    try:
+        assert active_markup(page) == [], source
+    finally:
+        ACTIVE_TAGS = saved
+
+
+def test_a_formula_that_cannot_be_written_as_mathml_stays_as_escaped_tex():
+    page = exported(with_offline_math(_notebook([nbformat.v4.new_markdown_cell(
+        rf"Before $\text{{<img src=x onerror={MARK}>}}$ after, and $x^2$.")])))
+    assert "onerror" not in page.replace(f"&lt;img src=x onerror={MARK}&gt;", "")
+    assert _read_math(page).formulas == 1  # x^2 is MathML; the other is its TeX, escaped, for MathJax online
