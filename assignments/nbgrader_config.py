@@ -9,14 +9,15 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, SaveAutoGrades
 
-from autograder import rubric
+from autograder import limits
 from autograder.kernel_sandbox import SandboxedKernelManager
 from autograder.nbgrader_bridge import BoundedExecute, NamedContents, TrustedGrades
 from autograder.nbgrader_inert import MakeInert, OfflineMath
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
-c.CourseDirectory.course_id = rubric.ASSIGNMENT
+# The course's id (each unit is an assignment of it, named after the unit: autograder/units/).
+c.CourseDirectory.course_id = "positional_encodings"
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))  # this folder, wherever nbgrader is run
 
 # The stub left in each solution cell by generate_assignment: say what to do, not just "not implemented".
@@ -26,7 +27,7 @@ c.ClearSolutions.code_stub = {
 
 # The default 30 s per cell is too tight for a cold `import torch` on a slow grading machine.
 # A cell that runs past the limit is interrupted and the rest of the notebook still runs.
-c.Execute.timeout = rubric.NOTEBOOK_CELL_SECONDS
+c.Execute.timeout = limits.NOTEBOOK_CELL_SECONDS
 c.Execute.interrupt_on_timeout = True
 # Short tracebacks (the exception line only), so a failing hidden check shows its message and
 # never the hidden code that raised it. The first argument is nbgrader's own default.
@@ -38,7 +39,7 @@ c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--Interacti
 # cell that calls it. BoundedExecute (in place of Execute, below) gives the whole notebook this budget, goes on
 # to the grades when the kernel dies or hangs, caps each cell's output as it arrives, limits the kernel's
 # memory and kills whatever it leaves running (autograder/nbgrader_bridge.py).
-c.BoundedExecute.notebook_seconds = rubric.NOTEBOOK_SECONDS
+c.BoundedExecute.notebook_seconds = limits.NOTEBOOK_SECONDS
 
 # The kernel runs with the instructor's rights by default: the student's code in it could rewrite
 # gradebook.db, the grader's files or another student's notebook, or start a process that does so

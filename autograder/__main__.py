@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import rubric
+from autograder import limits, units
 from autograder.sandbox import Limits
 
 
@@ -34,25 +34,28 @@ def _limits(args):
 
 
 def _add_grading_options(parser):
-    parser.add_argument("--timeout", type=float, default=rubric.WALL_SECONDS, metavar="SECONDS",
-                        help=f"wall-clock limit per submission (default {rubric.WALL_SECONDS:g})")
-    parser.add_argument("--task-timeout", type=float, default=rubric.TASK_SECONDS, metavar="SECONDS",
-                        help=f"wall-clock limit per task within a submission (default {rubric.TASK_SECONDS:g})")
-    parser.add_argument("--memory-gb", type=float, default=rubric.MEMORY_BYTES / 1024**3,
+    parser.add_argument("--unit", choices=units.names(), default=None,
+                        help="the unit (assignment) the submissions are of; by default the one whose module the "
+                             f"files are named after ({', '.join(name + '.ipynb' for name in units.names())})")
+    parser.add_argument("--timeout", type=float, default=limits.WALL_SECONDS, metavar="SECONDS",
+                        help=f"wall-clock limit per submission (default {limits.WALL_SECONDS:g})")
+    parser.add_argument("--task-timeout", type=float, default=limits.TASK_SECONDS, metavar="SECONDS",
+                        help=f"wall-clock limit per task within a submission (default {limits.TASK_SECONDS:g})")
+    parser.add_argument("--memory-gb", type=float, default=limits.MEMORY_BYTES / 1024**3,
                         help="address-space limit of a submission's process, in GiB")
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                         help="submissions graded at once (default: the number of CPUs)")
     parser.add_argument("--seed", type=int, default=None,
                         help="grade every submission with the hidden cases of this seed (a result says which seed "
                              "it was graded with: this grades it again the same way); by default each student's "
-                             f"own seed with a course secret, else the shared seed {rubric.SEED}")
+                             "own seed with a course secret, else the unit's shared seed")
     parser.add_argument("--course-secret", metavar="FILE",
                         help="the course secret (python -m autograder course-secret FILE makes one; or set "
                              "$AUTOGRADER_COURSE_SECRET_FILE): each student's hidden cases come from a seed of "
                              "their own, derived from it and the submission's name")
-    parser.add_argument("--without-gpu", choices=("cpu", "give", "withhold"), default=rubric.TIMING_WITHOUT_GPU,
+    parser.add_argument("--without-gpu", choices=("cpu", "give", "withhold"), default=limits.TIMING_WITHOUT_GPU,
                         help="the timing tier on a machine with no GPU: time it on the CPU, or skip it and give "
-                             f"or withhold its points (default {rubric.TIMING_WITHOUT_GPU})")
+                             f"or withhold its points (default {limits.TIMING_WITHOUT_GPU})")
 
 
 def _import_quietly(name):
@@ -62,7 +65,28 @@ def _import_quietly(name):
         pass
 
 
-def _grade(paths, args, show_feedback, sandbox):
+class UnitUnknown(Exception):
+    """Which unit the submissions are of cannot be told from their names; the message says what to do."""
+
+
+def unit_of_paths(paths, named=None):
+    """The unit to grade ``paths`` as: ``named`` (--unit), else the one unit whose module the files (or the files
+    inside the folders, one level down or nbgrader's two) are named after, else the only unit there is."""
+    if named:
+        return units.get(named)
+    found = set()
+    for path in map(Path, paths):
+        candidates = [path] if not path.is_dir() else [*path.glob("*"), *path.glob("*/*"), *path.glob("*/*/*")]
+        found |= {unit.name for unit in map(units.of_file_name, (candidate.name for candidate in candidates)) if unit}
+    if len(found) == 1:
+        return units.get(found.pop())
+    if not found and len(units.names()) == 1:
+        return units.get(units.names()[0])
+    which = f"they hold files of {', '.join(sorted(found))}" if found else "no file is named after a unit's module"
+    raise UnitUnknown(f"say which unit these submissions are of with --unit ({', '.join(units.names())}): {which}")
+
+
+def _grade(paths, args, show_feedback, sandbox, unit):
     from autograder.sandbox import ForkServer, resolve_sandbox
 
     started = time.monotonic()
@@ -82,7 +106,7 @@ def _grade(paths, args, show_feedback, sandbox):
         secret = None if args.seed is not None else seeds.course_secret(args.course_secret)
         # Where jobs run as users of their own (tier C), none may read a classmate's submission, a result or
         # the course secret.
-        grader = Grader(seed=rubric.SEED if args.seed is None else args.seed, limits=_limits(args),
+        grader = Grader(unit, seed=args.seed, limits=_limits(args),
                         timing_mode=args.without_gpu, server=server, course_secret=secret,
                         secrets=[*paths, *([out] if out else []), *([secret_file] if secret_file else [])])
     except BaseException:
@@ -176,6 +200,9 @@ def main(argv=None):
                              "(trusted code only)")
     bundle.add_argument("--course-secret", metavar="FILE",
                         help="ship this course secret in the zip: each student's hidden cases are then their own")
+    bundle.add_argument("--unit", choices=units.names(), default=None,
+                        help="grade every upload as this unit's assignment (by default the uploaded file's name "
+                             "tells: one Gradescope assignment per unit either way)")
 
     prairie = commands.add_parser("prairielearn-bundle",
                                   help="write the grading image's context, the serverFilesCourse folder and a sample "
@@ -197,9 +224,12 @@ def main(argv=None):
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
                                                      "anything students receive")
 
-    commands.add_parser("build", help="regenerate the student files and the course notebook from solutions/ and assignments/lesson.py")
+    commands.add_parser("build", help="regenerate the student files and the course notebooks from solutions/ and "
+                                      "assignments/lessons/")
 
-    release = commands.add_parser("release", help="make the student folder and zip from the nbgrader course")
+    release = commands.add_parser("release", help="make the student folder and zip of a unit from the nbgrader course")
+    release.add_argument("--unit", choices=units.names(), default=units.names()[0],
+                         help=f"the unit (assignment) to release (default {units.names()[0]})")
     release.add_argument("--out", default="dist", metavar="DIR",
                          help="where to put the folder and the zip (default: dist)")
     release.add_argument("--course", metavar="DIR", help="the nbgrader course folder (default: the kit's assignments/)")
@@ -209,7 +239,7 @@ def main(argv=None):
         argv = ["demo"] + argv  # the demo is the default command
     args = parser.parse_args(argv)
     if args.command == "capstone":
-        from autograder.capstone import main as capstone_main
+        from autograder.units.positional_encodings.capstone import main as capstone_main
 
         return capstone_main(["--seed", str(args.seed), "--steps", str(args.steps),
                               "--classifier-steps", str(args.classifier_steps)])
@@ -233,45 +263,50 @@ def main(argv=None):
     if args.command == "gradescope-bundle":
         from autograder.gradescope import main_bundle
 
-        print(f"wrote {main_bundle(args.out_zip, unsandboxed=args.unsandboxed, course_secret_file=args.course_secret)}")
+        print(f"wrote {main_bundle(args.out_zip, unsandboxed=args.unsandboxed, course_secret_file=args.course_secret, unit=args.unit)}")
         return 0
     if args.command == "prairielearn-bundle":
         from autograder.prairielearn import main_bundle as prairielearn_bundle
 
         out = prairielearn_bundle(args.out_dir, image=args.image, course_secret_file=args.course_secret)
-        print(f"wrote {out}/: image/ (build and push it), serverFilesCourse/ and question/ (copy them into the course)")
+        print(f"wrote {out}/: image/ (build and push it), serverFilesCourse/ and questions/ (copy them into the course)")
         return 0
     if args.command == "release":
         from autograder.course import COURSE, CourseError, release
 
         try:
-            folder, archive = release(args.out, course=args.course or COURSE)
+            unit = units.get(args.unit)
+            folder, archive = release(unit, args.out, course=args.course or COURSE)
         except CourseError as error:
             parser.exit(2, f"python -m autograder release: {error}\n")
-        print(f"wrote {folder}/ and {archive}\nIn that folder a student runs: pytest -k learned")
+        print(f"wrote {folder}/ and {archive}\nIn that folder a student runs: pytest -k {unit.rubric.TASK_NAMES[0]}")
         return 0
     if args.command == "demo":
         from autograder.demo import write_class
 
+        unit = units.get(args.unit or units.names()[0])
         with tempfile.TemporaryDirectory(prefix="sample-class-") as folder:
-            paths = write_class(folder)
+            paths = write_class(folder, unit)
             print(f"Grading the sample class: the reference, the blank stubs and {len(paths) - 2} submissions "
                   "with one typical mistake each.\n", file=sys.stderr)
             from autograder.sandbox import SandboxMissing
 
             try:
-                _grade(paths, args, show_feedback=args.feedback, sandbox="auto")  # our own samples: safe either way
+                _grade(paths, args, show_feedback=args.feedback, sandbox="auto", unit=unit)  # our own: safe either way
             except SandboxMissing as error:  # a tier that needs the kit unreadable by jobs: not the demo's business
                 print(f"NOTE: {error}\nThe sample class is the kit's own code: it is graded without a sandbox.",
                       file=sys.stderr)
-                _grade(paths, args, show_feedback=args.feedback, sandbox="off")
+                _grade(paths, args, show_feedback=args.feedback, sandbox="off", unit=unit)
         return 0
 
     from autograder.load import expand
 
     try:
-        paths = expand(args.paths)
+        unit = unit_of_paths(args.paths, args.unit)
+        paths = expand(args.paths, unit.file_names)
     except FileNotFoundError as error:
+        parser.exit(2, f"python -m autograder grade: {error}\n")
+    except UnitUnknown as error:
         parser.exit(2, f"python -m autograder grade: {error}\n")
     if not paths:
         parser.exit(2, "python -m autograder grade: no .py, .ipynb or student folder found in the paths given\n")
@@ -286,7 +321,7 @@ def main(argv=None):
 
         choice = {"strongest": "required", "bubblewrap": BUBBLEWRAP, "users": JOB_USERS}[args.sandbox]
         _grade(paths, args, show_feedback=args.feedback or len(paths) == 1,
-               sandbox="off" if args.unsandboxed else choice)
+               sandbox="off" if args.unsandboxed else choice, unit=unit)
     except SandboxMissing as error:
         parser.exit(2, f"python -m autograder grade: {error}\n")
     except seeds.SecretProblem as error:

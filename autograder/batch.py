@@ -23,8 +23,8 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import rubric
-from autograder.build import REFERENCE, ROOT
+from autograder import limits as _limits
+from autograder.build import ROOT
 from autograder.inert import inert_line
 from autograder.load import submission_name
 from autograder.report import write_atomically
@@ -76,17 +76,19 @@ def submission_fingerprint(path):
         return hashlib.sha256(f"unfingerprinted {type(error).__name__}".encode()).hexdigest() + "-" + os.urandom(4).hex()
 
 
-def grading_fingerprint(seed, timing_mode):
-    """A digest of what decides a grade besides the submission: rubric, reference, cases, grader, seed.
+def grading_fingerprint(unit, seed, timing_mode):
+    """A digest of what decides a grade besides the submission: the unit (its rubric, reference, cases, job
+    code), the grader, the seed.
 
     ``seed`` is the shared seed, or with a course secret the secret's fingerprint (seeds.secret_fingerprint).
     """
-    digest = hashlib.sha256(f"{FORMAT} {seed} {timing_mode}".encode())
-    sources = [REFERENCE, ROOT / "autograder" / "rubric.py", ROOT / "autograder" / "compare.py",
+    digest = hashlib.sha256(f"{FORMAT} {unit.name} {seed} {timing_mode}".encode())
+    sources = [unit.reference_path, ROOT / "autograder" / "limits.py", ROOT / "autograder" / "compare.py",
                ROOT / "autograder" / "grade.py", ROOT / "autograder" / "worker.py", ROOT / "autograder" / "timing.py",
                ROOT / "autograder" / "protocol.py", ROOT / "autograder" / "load.py",
                ROOT / "autograder" / "diagnosis.py", ROOT / "autograder" / "seeds.py"]
     sources += sorted((ROOT / "autograder" / "cases").glob("*.py"))
+    sources += sorted(path for path in unit.folder.rglob("*.py") if "__pycache__" not in path.parts)
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
@@ -98,7 +100,7 @@ def result_to_json(result, submission_digest, grading_digest):
     data["autograder"] = {
         "format": FORMAT, "name": result.name, "path": result.path, "notes": result.notes,
         "sandbox": result.sandbox, "grader_fault": result.grader_fault, "seed": result.seed,
-        "cases_from": result.cases_from,
+        "cases_from": result.cases_from, "unit": result.unit,
         "submission": submission_digest, "grading": grading_digest,
         "tests": [{"id": t.id, "task": t.task, "score": t.score, "max_score": t.max_score, "output": t.output}
                   for t in result.tests],
@@ -106,7 +108,7 @@ def result_to_json(result, submission_digest, grading_digest):
     return json.dumps(data, indent=2)
 
 
-def result_from_json(text, submission_digest, grading_digest):
+def result_from_json(unit, text, submission_digest, grading_digest):
     """The Result saved in ``text``, or None if it is unreadable or was graded from something else."""
     from autograder.grade import Result, TestResult
 
@@ -118,9 +120,10 @@ def result_from_json(text, submission_digest, grading_digest):
             return None
         tests = [TestResult(t["id"], t["task"], float(t["score"]), float(t["max_score"]), t["output"])
                  for t in saved["tests"]]
-        if [t.id for t in tests] != [t.id for t in rubric.TESTS]:
+        if [t.id for t in tests] != [t.id for t in unit.rubric.TESTS] or saved.get("unit") != unit.name:
             return None
-        result = Result(saved["name"], saved["path"], tests, list(saved["notes"]), str(saved.get("sandbox", "")))
+        result = Result(saved["name"], saved["path"], tests, list(saved["notes"]), str(saved.get("sandbox", "")),
+                        unit=unit.name)
         seed = saved.get("seed")
         result.seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
         result.cases_from = str(saved.get("cases_from") or "")
@@ -160,8 +163,8 @@ class Progress:
             print(file=self.stream, flush=True)
 
 
-def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed=rubric.SEED,
-                timing_mode=rubric.TIMING_WITHOUT_GPU):
+def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed=None,
+                timing_mode=_limits.TIMING_WITHOUT_GPU):
     """Grade ``paths`` into ``out_dir`` (see the module's docstring); returns (results, how many were resumed)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -171,13 +174,14 @@ def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed
     names = unique_names(paths)
     taken = set()
     files = [out / file_name(name, taken) for name in names]
-    grading = grading_fingerprint(seed, timing_mode)
+    unit = grader.unit
+    grading = grading_fingerprint(unit, unit.rubric.SEED if seed is None else seed, timing_mode)
     digests = [submission_fingerprint(path) for path in paths]
     results, todo = [None] * len(paths), []
     for index, (path, name) in enumerate(zip(paths, names)):
         saved = files[index]
         earlier = None if force or not saved.is_file() else result_from_json(
-            saved.read_text(encoding="utf-8", errors="replace"), digests[index], grading)
+            unit, saved.read_text(encoding="utf-8", errors="replace"), digests[index], grading)
         if earlier is not None:
             earlier.name, results[index] = name, earlier
             if progress:

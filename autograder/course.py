@@ -1,7 +1,7 @@
 """The nbgrader course: its source notebook, built from the lesson text and the reference.
 
-``assignments/lesson.py`` holds the prose, the demonstrations, the pictures and
-the visible checks, in jupytext's percent format; ``solutions/`` holds every
+``assignments/lessons/<unit>.py`` holds a unit's prose, demonstrations, pictures and
+visible checks, in jupytext's percent format; ``solutions/<unit>.py`` holds every
 answer. ``course_files()`` joins them into nbgrader's source notebook, each
 solution cell filled with the reference function (its ``### BEGIN SOLUTION``
 region intact, for ``nbgrader generate_assignment`` to clear) and each test
@@ -19,13 +19,19 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import rubric
+from autograder import units
 
 ROOT = Path(__file__).resolve().parent.parent
 COURSE = ROOT / "assignments"
-LESSON = COURSE / "lesson.py"
-SOURCE = COURSE / "source" / rubric.ASSIGNMENT
-NOTEBOOK = f"{rubric.ASSIGNMENT}.ipynb"
+
+
+def source_folder(unit):
+    """nbgrader's source folder of the unit's assignment (the assignment is named after the unit)."""
+    return COURSE / "source" / unit.name
+
+
+def notebook_name(unit):
+    return f"{unit.name}.ipynb"
 
 _HEADER = re.compile(r"^# %%(?:\s+\[(?P<kind>\w+)(?::\s*(?P<name>\w+))?\])?\s*$")
 KINDS = ("code", "markdown", "demo", "solution", "tests")
@@ -100,7 +106,7 @@ def _nbgrader(grade_id, *, grade=False, solution=False, locked=False, points=Non
     return {"nbgrader": metadata}
 
 
-def _check_against_rubric(cells):
+def _check_against_rubric(rubric, cells):
     solutions = [cell.name for cell in cells if cell.kind == "solution"]
     tests = [cell.name for cell in cells if cell.kind == "tests"]
     for missing in sorted(set(rubric.TASK_OF_FUNCTION) - set(solutions)):
@@ -124,7 +130,7 @@ def _check_against_rubric(cells):
                                   f"cells of {', '.join(sorted(needed - seen_tasks))}")
 
 
-def _fill_rubric(text):
+def _fill_rubric(rubric, text):
     """The lesson's prose with the rubric's figures put in: points, limits and the timing bands."""
     from autograder.timing import share_words
 
@@ -134,14 +140,15 @@ def _fill_rubric(text):
     return re.sub(r"\{rubric:(\w+)\}", lambda match: f"{getattr(rubric, match.group(1)):g}", text)
 
 
-def build_notebook(lesson_text, reference_text):
-    """nbgrader's source notebook (a dict in nbformat 4.5) for the lesson and the reference."""
+def build_notebook(unit, lesson_text, reference_text):
+    """nbgrader's source notebook (a dict in nbformat 4.5) for a unit's lesson and reference."""
+    rubric = unit.rubric
     cells = parse_lesson(lesson_text)
-    _check_against_rubric(cells)
+    _check_against_rubric(rubric, cells)
     notebook_cells = []
     for number, cell in enumerate(cells):
         if cell.kind == "markdown":
-            text = _fill_rubric(cell.body)
+            text = _fill_rubric(rubric, cell.body)
             notebook_cells.append({"cell_type": "markdown", "id": f"text-{number:02d}", "metadata": {},
                                    "source": text})
             continue
@@ -173,18 +180,17 @@ def notebook_text(notebook):
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
 
 
-def course_files(reference_text, checks_text, capstone_text):
-    """{path relative to the repository: text} of the generated files of nbgrader's source folder."""
-    notebook = build_notebook(LESSON.read_text(encoding="utf-8"), reference_text)
-    source = SOURCE.relative_to(ROOT)
-    return {
-        str(source / NOTEBOOK): notebook_text(notebook),
-        str(source / "checks.py"): checks_text,
-        str(source / "capstone.py"): capstone_text,
-    }
+def course_files(unit, reference_text, shipped):
+    """{path relative to the repository: text} of the generated files of the unit's nbgrader source folder;
+    ``shipped`` is {file name: text} of the kit files that go beside the notebook (checks.py, ...)."""
+    notebook = build_notebook(unit, unit.lesson_path.read_text(encoding="utf-8"), reference_text)
+    source = source_folder(unit).relative_to(ROOT)
+    files = {str(source / notebook_name(unit)): notebook_text(notebook)}
+    files.update({str(source / name): text for name, text in shipped.items()})
+    return files
 
 
-SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini")  # with assignments/student/test_*.py
+SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini")  # with assignments/student/UNIT/test_*.py
 
 
 class CourseError(RuntimeError):
@@ -223,23 +229,23 @@ def run_nbgrader(arguments, course=COURSE, check=True):
     return process
 
 
-def release(out, course=COURSE, student_dir=None):
-    """Make the folder a student receives, and a zip of it, in ``out``; returns (folder, zip).
+def release(unit, out, course=COURSE, student_dir=None):
+    """Make the folder a student of ``unit`` receives, and a zip of it, in ``out``; returns (folder, zip).
 
     The folder is nbgrader's release of the assignment (the notebook with its
     solutions cleared and hidden tests removed, and checks.py) plus the
     self-check files, so that ``pytest -k <task>`` runs there on the notebook.
     """
-    from autograder.build import STUDENT_DIR
+    from autograder.build import student_folder
 
-    student_dir = Path(student_dir or STUDENT_DIR)
+    student_dir = Path(student_dir or student_folder(unit))
     course, out = Path(course).resolve(), Path(out).resolve()
-    run_nbgrader(["generate_assignment", rubric.ASSIGNMENT, "--force"], course=course)
-    folder = out / rubric.ASSIGNMENT
+    run_nbgrader(["generate_assignment", unit.name, "--force"], course=course)
+    folder = out / unit.name
     if folder.exists():
         shutil.rmtree(folder)
-    shutil.copytree(course / "release" / rubric.ASSIGNMENT, folder)
+    shutil.copytree(course / "release" / unit.name, folder)
     for path in sorted(student_dir.glob("test_*.py")) + [student_dir / name for name in SELF_CHECK_FILES]:
         shutil.copy2(path, folder / path.name)
-    archive = shutil.make_archive(str(out / rubric.ASSIGNMENT), "zip", root_dir=out, base_dir=rubric.ASSIGNMENT)
+    archive = shutil.make_archive(str(out / unit.name), "zip", root_dir=out, base_dir=unit.name)
     return folder, Path(archive)

@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, diagnosis, rubric, seeds, timing, users
+from autograder import cgroups, diagnosis, limits as _limits, seeds, timing, units, users
 from autograder.inert import inert
-from autograder.build import REFERENCE, strip_markers
+from autograder.build import strip_markers
 from autograder.cases import build_cases, hints_of
 from autograder.cases.common import Verdict
 from autograder.load import LoadError, load, submission_name
@@ -53,6 +53,7 @@ class Result:
     grader_fault: bool = False  # not graded through a fault of the grader's, not of the submission
     seed: int = None  # the seed of the hidden cases it was graded with (see autograder/seeds.py)
     cases_from: str = ""  # where that seed came from, and how to grade the submission again with it
+    unit: str = ""  # the unit of study it was graded as (autograder/units/)
 
     @property
     def score(self):
@@ -79,9 +80,9 @@ class Result:
         }
 
 
-def _all_failed(name, path, message, notes=()):
-    tests = [TestResult(test.id, test.task, 0, test.points, message) for test in rubric.TESTS]
-    return Result(name, str(path), tests, list(notes) + [message])
+def _all_failed(unit, name, path, message, notes=()):
+    tests = [TestResult(test.id, test.task, 0, test.points, message) for test in unit.rubric.TESTS]
+    return Result(name, str(path), tests, list(notes) + [message], unit=unit.name)
 
 
 def _load_notes(submission, loaded):
@@ -97,13 +98,13 @@ def _load_notes(submission, loaded):
     return notes
 
 
-def score_tests(tests, cases, results, *, failure=None, notes=()):
+def score_tests(unit, tests, cases, results, *, failure=None, notes=()):
     """Score rubric ``tests`` from the outputs of their ``cases``: all the points when every case passes.
 
     ``results`` maps case id to what the student's code returned (as the worker
     encodes it); ``failure`` says why a task has no results at all (it hung).
     A test with ``needs`` gives its points only when the test it needs (of the same task, scored first)
-    passed or failed with a named mistake: see rubric.Test.
+    passed or failed with a named mistake: see units.Test. ``unit`` is the unit the tests are of.
     Where no known mistake explains a failure, the feedback adds under which condition the task's cases fail
     (diagnosis.condition, over every case of the task that ran, probes included: they are worth nothing).
     """
@@ -130,7 +131,7 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
 
     def when(test_id):
         """Under which condition the cases fail: among the test's own cases first, then the task's."""
-        return diagnosis.condition(observed(test_id), observed(), hints=hints_of(tests[0].task))
+        return diagnosis.condition(observed(test_id), observed(), hints=hints_of(unit, tests[0].task))
 
     def named_throughout(test_id, mistake):
         """A mistake is named only when every failing case of the test that ran shows that mistake."""
@@ -142,7 +143,7 @@ def score_tests(tests, cases, results, *, failure=None, notes=()):
         return True
 
     for test in tests:
-        functions = " and ".join(rubric.TASK_BY_NAME[test.task].functions)
+        functions = " and ".join(unit.rubric.TASK_BY_NAME[test.task].functions)
         if failure:
             graded.append(TestResult(test.id, test.task, 0, test.points, f"{functions} did not finish: {failure}."))
             continue
@@ -211,11 +212,13 @@ def _control_groups():
 
 
 class Grader:
-    """Grades submissions with one set of hidden cases; ``timing`` is what to do without a GPU (see rubric)."""
+    """Grades one unit's submissions with one set of hidden cases; ``timing`` is what to do without a GPU."""
 
-    def __init__(self, seed=rubric.SEED, limits=None, timing_mode=rubric.TIMING_WITHOUT_GPU, sandbox="required",
+    def __init__(self, unit, seed=None, limits=None, timing_mode=_limits.TIMING_WITHOUT_GPU, sandbox="required",
                  server=None, secrets=(), course_secret=None):
-        """``sandbox``: "required" (the strongest sandbox the machine allows, or SandboxMissing), "auto" (that,
+        """``unit``: a units.Unit, or its name. ``seed``: of the hidden cases (default: the unit's rubric's).
+
+        ``sandbox``: "required" (the strongest sandbox the machine allows, or SandboxMissing), "auto" (that,
         or a warning and none), "off", or a tier's name (see sandbox.resolve_sandbox).
 
         ``server``: a ForkServer started earlier (see ``sandbox.start_early``), to be used and closed by this
@@ -225,6 +228,8 @@ class Grader:
         ``course_secret`` (bytes, see autograder/seeds.py): each student's hidden cases come from a seed of their
         own, derived from it and their identity; without it, every student's come from ``seed``.
         """
+        self.unit = unit = units.get(unit) if isinstance(unit, str) else unit
+        seed = unit.rubric.SEED if seed is None else seed
         self.limits = limits or Limits()
         self.limits.sandboxed = server.tier if server is not None else resolve_sandbox(sandbox)
         self.seed, self.course_secret = seed, course_secret
@@ -254,8 +259,8 @@ class Grader:
                                      "system's and the Python environment's folders for jobs to read. Keep the "
                                      "course secret, the submissions and the results elsewhere.")
         self.server.ready()
-        self.references = timing.ReferenceChildren(strip_markers(REFERENCE.read_text(encoding="utf-8")),
-                                                   self.limits, self.server)
+        self.references = timing.ReferenceChildren(
+            strip_markers(unit.reference_path.read_text(encoding="utf-8")), self.limits, self.server, unit)
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
         self.tier = {BUBBLEWRAP: "bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job",
                      JOB_USERS: "a user of its own per job, seccomp filter (no namespaces here)"}.get(tier, "NO SANDBOX") \
@@ -279,8 +284,8 @@ class Grader:
             if seed in self._case_sets:
                 self._case_sets.move_to_end(seed)
                 return self._case_sets[seed]
-        cases = build_cases(seed)
-        built = cases, serialize_plan(cases)
+        cases = build_cases(self.unit, seed)
+        built = cases, serialize_plan(cases, self.unit)
         with self._case_lock:
             self._case_sets[seed] = built
             while len(self._case_sets) > CASE_SETS_KEPT:
@@ -290,9 +295,9 @@ class Grader:
     def seed_of(self, identity):
         """(seed, where it came from) for the student ``identity``."""
         if self.course_secret is None:
-            return self.seed, seeds.describe(self.seed)
+            return self.seed, seeds.describe(self.unit, self.seed)
         seed = seeds.student_seed(self.course_secret, identity)
-        return seed, seeds.describe(seed, identity, per_student=True)
+        return seed, seeds.describe(self.unit, seed, identity, per_student=True)
 
     def grade(self, path, student=None, seed=None):
         """Grade one submission path (file or student folder). Never raises, whatever the submission holds.
@@ -310,11 +315,11 @@ class Grader:
         except Exception:
             name = "submission"
         try:
-            drawn, cases_from = (seed, seeds.describe(seed)) if seed is not None else self.seed_of(
+            drawn, cases_from = (seed, seeds.describe(self.unit, seed)) if seed is not None else self.seed_of(
                 name if student is None else student)
             cases, plan = self.cases_for(drawn)
         except Exception as error:  # the grader's fault: the row says so
-            result = _all_failed(name, path, f"The grader could not build the hidden cases ({inert(repr(error))}), "
+            result = _all_failed(self.unit, name, path, f"The grader could not build the hidden cases ({inert(repr(error))}), "
                                  "through no fault of the submission; please report it.")
             result.grader_fault, result.sandbox = True, self.tier
             return result
@@ -325,11 +330,11 @@ class Grader:
                 if attempt < MACHINE_ATTEMPTS:
                     time.sleep(0.5 * attempt)
                     continue
-                result = _all_failed(name, path, "Not graded, through no fault of the submission: the grading "
+                result = _all_failed(self.unit, name, path, "Not graded, through no fault of the submission: the grading "
                                      f"machine could not run it ({inert(str(error))}). Grade it again.")
                 result.grader_fault = True
             except Exception as error:  # a fault of the grader's, not the student's: keep the row, say so
-                result = _all_failed(name, path, f"The grader failed on this submission ({inert(repr(error))}), "
+                result = _all_failed(self.unit, name, path, f"The grader failed on this submission ({inert(repr(error))}), "
                                      "through no fault of the submission; please report it.",
                                      [inert(traceback.format_exc(limit=4))])
                 result.grader_fault = True
@@ -337,28 +342,29 @@ class Grader:
             return result
 
     def _grade(self, path, name, cases, plan):
+        rubric = self.unit.rubric
         try:
-            submission = load(path)
+            submission = load(path, self.unit.file_names)
         except LoadError as error:
-            return _all_failed(name, path, f"Could not read the submission: {error}")
+            return _all_failed(self.unit, name, path, f"Could not read the submission: {error}")
         except OSError as error:
-            return _all_failed(name, path, f"Could not read the submission: {error.strerror or error}")
+            return _all_failed(self.unit, name, path, f"Could not read the submission: {error.strerror or error}")
         with self.machine.shared():
             outcome = run_submission(submission, plan, rubric.TASK_NAMES, self.limits, self.server)
         if outcome.load_failure:
             stderr = outcome.stderr.strip()
             detail = f"\nLast output of your code:\n{stderr[-1500:]}" if stderr else ""
-            return _all_failed(submission.name, path, f"Not graded: {outcome.load_failure}{detail}",
+            return _all_failed(self.unit, submission.name, path, f"Not graded: {outcome.load_failure}{detail}",
                                submission.skipped)
         notes = _load_notes(submission, outcome.loaded)
         tests = []
         for task in rubric.TASK_NAMES:
-            tests.extend(score_tests(rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
+            tests.extend(score_tests(self.unit, rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
                                      failure=outcome.failures.get(task), notes=notes))
         fault = False
         try:
-            verdicts = timing.grade_tier(submission, {test.id for test in tests if test.passed}, self.timing_mode,
-                                         self.references, self.machine, self.limits, self.server)
+            verdicts = timing.grade_tier(self.unit, submission, {test.id for test in tests if test.passed},
+                                         self.timing_mode, self.references, self.machine, self.limits, self.server)
             tests.extend(TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(lines))
                          for test, fraction, lines in verdicts)
         except Exception as error:  # the grader's fault, not the student's: the correctness rows stand
@@ -366,7 +372,7 @@ class Grader:
             tests.extend(TestResult(test.id, test.task, 0, test.points, "The timing tier failed on this "
                                     f"submission ({inert(repr(error))}), through no fault of the submission; "
                                     "grade it again, and please report it.") for test in rubric.tests_of("timing"))
-        result = Result(submission.name, str(path), tests, notes)
+        result = Result(submission.name, str(path), tests, notes, unit=self.unit.name)
         result.grader_fault = fault or any(test.grader_fault for test in tests)
         return result
 
@@ -382,7 +388,7 @@ class Grader:
             try:
                 results[index] = self.grade(paths[index])
             except BaseException as error:  # grade() never raises; if it ever did, the row stays all the same
-                results[index] = _all_failed(str(paths[index]), paths[index], "The grader failed on this "
+                results[index] = _all_failed(self.unit, str(paths[index]), paths[index], "The grader failed on this "
                                              f"submission ({inert(repr(error))}); please report it.")
                 results[index].grader_fault = True
             if on_result is not None:

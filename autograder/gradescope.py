@@ -77,13 +77,14 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from autograder import rubric
+from autograder import units
 from autograder.inert import inert_line
-from autograder.load import PREFERRED_NAMES, LoadError, find_submission_file, load
+from autograder.load import LoadError, find_submission_file, load
 
 KIT = Path(__file__).resolve().parent.parent
-# What grading needs, as pyproject.toml's [tool.setuptools] packages: each folder's .py files, not deeper.
-PACKAGES = ("autograder", "autograder/cases", "solutions")
+# What grading needs, as pyproject.toml's packages: each folder's .py files, not deeper; every unit's folder
+# and its cases (a unit is a package of autograder/units).
+PACKAGES = ("autograder", "autograder/cases", "autograder/units", "solutions")
 TOP_FILES = ("pyproject.toml", "README.md")
 TORCH = "torch==2.13.0"  # the version the kit pins everywhere; on Gradescope, its CPU build
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -92,7 +93,6 @@ DEFAULT_VENV = "/autograder/venv"
 DEFAULT_PYTHON = DEFAULT_VENV + "/bin/python"
 UNSANDBOXED_VARIABLE = "AUTOGRADER_UNSANDBOXED"
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so that the same sources make the same zip
-_EXPECTED = " or ".join(reversed(PREFERRED_NAMES))  # the notebook first: what most students upload
 _TELL_INSTRUCTOR = "This is not a problem with your code: tell your instructor."
 
 SETUP_SH = """\
@@ -201,10 +201,16 @@ def setup_script(pyproject_text):
                            first_uid=JOB_UIDS.start, last_uid=JOB_UIDS.stop - 1)
 
 
-def run_script(unsandboxed=False):
-    """run_autograder; with ``unsandboxed`` it grades without a sandbox where none can run."""
+UNIT_VARIABLE = "AUTOGRADER_UNIT"  # the unit a bundle grades; without it, the upload's file name tells
+
+
+def run_script(unsandboxed=False, unit=None):
+    """run_autograder; with ``unsandboxed`` it grades without a sandbox where none can run; with ``unit`` (a
+    name) every upload is graded as that unit's assignment."""
     line = f"export {UNSANDBOXED_VARIABLE}=1" if unsandboxed else \
         f"# export {UNSANDBOXED_VARIABLE}=1  # grade UNSANDBOXED where no sandbox can run: trusted code only"
+    if unit:
+        line += f"\nexport {UNIT_VARIABLE}={units.get(unit).name}  # the assignment this bundle grades"
     return entry_script(
         "run_autograder",
         "# Gradescope runs this for each submission, as root, in /autograder. It grades /autograder/submission\n"
@@ -215,10 +221,18 @@ def run_script(unsandboxed=False):
         fallback=_fallback_json(), preamble=line)
 
 
+def _packages(kit):
+    units_folder = kit / "autograder" / "units"
+    found = list(PACKAGES)
+    for unit in sorted(path for path in units_folder.iterdir() if (path / "rubric.py").is_file()):
+        found += [f"autograder/units/{unit.name}", f"autograder/units/{unit.name}/cases"]
+    return found
+
+
 def source_files(kit=KIT):
     """The kit's files that grading needs, relative to ``kit``: the packages' .py files and TOP_FILES."""
     files = [name for name in TOP_FILES if (kit / name).is_file()]
-    for package in PACKAGES:
+    for package in _packages(kit):
         files += sorted(f"{package}/{path.name}" for path in (kit / package).glob("*.py") if path.is_file())
     return files
 
@@ -241,15 +255,16 @@ def _add(archive, name, data, executable=False):
     archive.writestr(info, data)
 
 
-def main_bundle(out_zip, unsandboxed=False, kit=KIT, course_secret_file=None):
+def main_bundle(out_zip, unsandboxed=False, kit=KIT, course_secret_file=None, unit=None):
     """Write the Gradescope autograder zip to ``out_zip``; returns its path.
 
     ``course_secret_file``: the course secret to ship in the zip (it lands in /autograder/source, which only
     root reads), so that each student's hidden cases are their own."""
     out_zip = Path(out_zip)
     files = source_files(kit)
-    missing = [name for name in ("autograder/gradescope.py", "autograder/grade.py",
-                                 "solutions/positional_encodings.py", "pyproject.toml") if name not in files]
+    missing = [name for name in ("autograder/gradescope.py", "autograder/grade.py", "pyproject.toml",
+                                 *(str(unit.reference_path.relative_to(units.ROOT)) for unit in units.all_units()))
+               if name not in files]
     if missing:
         raise FileNotFoundError(f"the kit at {kit} lacks {', '.join(missing)}")
     untracked = _untracked(kit, files)
@@ -260,7 +275,7 @@ def main_bundle(out_zip, unsandboxed=False, kit=KIT, course_secret_file=None):
     partial = out_zip.with_name(out_zip.name + ".partial")
     with zipfile.ZipFile(partial, "w") as archive:
         _add(archive, "setup.sh", setup_script(pyproject), executable=True)
-        _add(archive, "run_autograder", run_script(unsandboxed), executable=True)
+        _add(archive, "run_autograder", run_script(unsandboxed, unit), executable=True)
         for name in files:
             _add(archive, name, (kit / name).read_bytes())
         if course_secret_file:
@@ -273,38 +288,65 @@ def main_bundle(out_zip, unsandboxed=False, kit=KIT, course_secret_file=None):
 
 # ---- In the container: grade one submission and write results.json ----
 
-def _not_graded(message, name="submission", path=""):
-    """A result with every rubric test at 0 and ``message`` as what the student reads."""
+def _not_graded(message, name="submission", path="", unit=None):
+    """A result with every rubric test at 0 and ``message`` as what the student reads (no rows where no unit
+    could be told: then nothing was graded at all)."""
     from autograder.grade import Result, TestResult
 
     tests = [TestResult(test.id, test.task, 0, test.points, "Not graded: see the message at the top.")
-             for test in rubric.TESTS]
-    return Result(name, str(path), tests, [message])
+             for test in (unit.rubric.TESTS if unit else ())]
+    return Result(name, str(path), tests, [message], unit=unit.name if unit else "")
 
 
-def _find_file(submission):
+def _expected(unit):
+    """The names a student may give the file, the notebook first (what most students upload)."""
+    chosen = [unit] if unit else units.all_units()
+    return " or ".join(name for one in chosen for name in reversed(one.file_names))
+
+
+def unit_of_upload(submission, unit=None):
+    """The unit to grade ``submission`` (a folder) as: ``unit`` where the bundle names one, else the unit whose
+    module name one uploaded file has (``rotary_alibi.ipynb``), else the only unit there is; or None."""
+    if unit is not None:
+        return units.get(unit) if isinstance(unit, str) else unit
+    from autograder.load import regular_files
+
+    try:
+        named = {found for path in regular_files(submission) if (found := units.of_file_name(path.parts[-1]))}
+    except (LoadError, OSError):
+        named = set()
+    if len(named) == 1:
+        return named.pop()
+    everything = units.all_units()
+    return everything[0] if len(everything) == 1 else None
+
+
+def _find_file(submission, unit=None):
     """The file to grade in ``submission``, or a Result that says why there is none."""
     if not submission.is_dir():
-        return None, _not_graded(f"No submission folder was found at {submission}. {_TELL_INSTRUCTOR}")
+        return None, _not_graded(f"No submission folder was found at {submission}. {_TELL_INSTRUCTOR}", unit=unit)
     from autograder.load import regular_files, shown_name
 
     try:  # the upload is the student's: walked without following a link, anything not a regular file refused
         uploaded = [shown_name(path.parts) for path in regular_files(submission)]
     except LoadError as error:
-        return None, _not_graded(f"Not graded: {error}")
+        return None, _not_graded(f"Not graded: {error}", unit=unit)
     listing = (", ".join(uploaded[:10]) + (f" and {len(uploaded) - 10} more" if len(uploaded) > 10 else "")) \
         if uploaded else "nothing"
+    if unit is None:
+        return None, _not_graded(f"Could not tell which assignment this is: upload your {_expected(None)}."
+                                 f"\nYou uploaded: {listing}.")
     try:
-        return find_submission_file(submission), None
+        return find_submission_file(submission, unit.file_names), None
     except LoadError as error:
         if "several" in str(error):
             message = f"Could not tell which file to grade: {error}"
         else:
-            message = f"No file to grade was found. Upload your {_EXPECTED}."
-        return None, _not_graded(f"{message}\nYou uploaded: {listing}.")
+            message = f"No file to grade was found. Upload your {_expected(unit)}."
+        return None, _not_graded(f"{message}\nYou uploaded: {listing}.", unit=unit)
 
 
-def _number_tests(tests):
+def _number_tests(tests, rubric):
     """Number the tests "task.test" in rubric order (Gradescope sorts and labels by number)."""
     order = {task.name: index for index, task in enumerate(rubric.TASKS + (rubric.TIMING,), start=1)}
     seen, numbers = {}, {}
@@ -324,7 +366,7 @@ HIDDEN_CASE_LATER = {
 }
 
 
-def _with_visibility(tests):
+def _with_visibility(tests, rubric):
     """Each test at its rubric visibility; where its feedback quotes a hidden case and the rubric shows that
     later than the score, the score's entry says only what failed in general, and a second entry of no points
     (``<test> (details)``) holds the feedback, at the later visibility."""
@@ -360,8 +402,10 @@ def without_the_case(feedback, rubric_test, when):
 def to_results(result, graded_file=None, sandboxed=True, warning=""):
     """Gradescope's results.json for ``result``: visibility on each test, and an output that guides the student."""
     results = result.to_gradescope()
-    results["tests"] = _with_visibility(results["tests"])
-    _number_tests(results["tests"])
+    if result.unit:
+        rubric = units.get(result.unit).rubric
+        results["tests"] = _with_visibility(results["tests"], rubric)
+        _number_tests(results["tests"], rubric)
     lines = []
     if warning:
         lines += [warning, ""]
@@ -388,7 +432,7 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
     return results
 
 
-def grade_upload(submission_dir, secrets=(), platform="Gradescope", student=None, course_secret=None):
+def grade_upload(submission_dir, secrets=(), platform="Gradescope", student=None, course_secret=None, unit=None):
     """Grade the file in ``submission_dir`` as a platform does: (Result, the file's path shown, warning, sandboxed).
 
     ``student`` is the submission's identity on the platform and ``course_secret`` the course's (bytes), from
@@ -396,23 +440,25 @@ def grade_upload(submission_dir, secrets=(), platform="Gradescope", student=None
     ``secrets``: what no job may read beyond the kit (the platform's tests, results, metadata). The
     sandbox is the strongest the container allows (sandbox.resolve_sandbox); where there is none, the
     submission is not graded (a Result that says so) unless the instructor set UNSANDBOXED_VARIABLE.
+    ``unit`` (a name) is the assignment's unit where the bundle names one; else the upload's name tells.
     """
     from autograder.grade import Grader
     from autograder.sandbox import SandboxMissing
 
-    path, refusal = _find_file(submission_dir)
+    unit = unit_of_upload(submission_dir, unit)
+    path, refusal = _find_file(submission_dir, unit)
     if refusal is not None:
         return refusal, None, "", False
     shown = path.relative_to(submission_dir)
     print(f"Grading {inert_line(str(shown))}")
     try:
-        load(path)  # a notebook that is not JSON, a file that is not UTF-8: said before anything starts
+        load(path, unit.file_names)  # a notebook that is not JSON, a file that is not UTF-8: said before anything starts
     except (LoadError, OSError) as error:
         message = str(error) if isinstance(error, LoadError) else f"{shown}: {error.strerror or error}"
-        return _not_graded(f"Could not read your file. {message}", path.stem, path), None, "", False
+        return _not_graded(f"Could not read your file. {message}", path.stem, path, unit), None, "", False
     warning = ""
     try:
-        grader = Grader(sandbox="required", secrets=secrets, course_secret=course_secret)
+        grader = Grader(unit, sandbox="required", secrets=secrets, course_secret=course_secret)
     except SandboxMissing as problem:
         print(f"Sandbox: {problem}")
         if os.environ.get(UNSANDBOXED_VARIABLE) != "1":
@@ -420,11 +466,11 @@ def grade_upload(submission_dir, secrets=(), platform="Gradescope", student=None
                 f"Not graded: the grader's sandbox does not work on this {platform} autograder, and it never "
                 f"runs a submission without one. {_TELL_INSTRUCTOR}\n(For the instructor: {problem} Or set "
                 f"{UNSANDBOXED_VARIABLE}=1 to grade trusted code without a sandbox; see autograder/gradescope.py.)",
-                path.stem, path), None, "", False
+                path.stem, path, unit), None, "", False
         warning = (f"WARNING: graded WITHOUT the sandbox (the instructor set {UNSANDBOXED_VARIABLE}=1 because no "
                    "sandbox can run here).")
         print(warning)
-        grader = Grader(sandbox="off", course_secret=course_secret)
+        grader = Grader(unit, sandbox="off", course_secret=course_secret)
     try:
         print(f"Sandbox: {grader.tier}")
         result = grader.grade(path, student=student)
@@ -465,7 +511,8 @@ def _grade(root):
     """results.json's content for the submission in ``ROOT/submission``."""
     result, shown, warning, sandboxed = grade_upload(root / "submission", secrets_of(root),
                                                      student=gradescope_identity(root / "submission_metadata.json"),
-                                                     course_secret=course_secret_in(root / "source"))
+                                                     course_secret=course_secret_in(root / "source"),
+                                                     unit=os.environ.get(UNIT_VARIABLE) or None)
     return to_results(result, shown, sandboxed=sandboxed, warning=warning)
 
 

@@ -31,7 +31,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import HBChannel
 from traitlets import DottedObjectName, Integer, Type
 
-from autograder import rubric
+from autograder import limits
 from autograder.sandbox import READ_ONLY_ROOT, bubblewrap, sandbox_options
 
 # What the kernel gets as its environment: nothing of the instructor's but the language and the path.
@@ -67,7 +67,7 @@ class BoundedKernelClient(AsyncKernelClient):
 class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernel runs under bubblewrap (see the module's docstring)."""
 
-    memory_bytes = Integer(rubric.MEMORY_BYTES, help="Address-space limit of the kernel").tag(config=True)
+    memory_bytes = Integer(limits.MEMORY_BYTES, help="Address-space limit of the kernel").tag(config=True)
     client_class = DottedObjectName("autograder.kernel_sandbox.BoundedKernelClient")
     client_factory = Type(BoundedKernelClient)
 

@@ -38,7 +38,6 @@ from itertools import accumulate
 from pathlib import Path
 
 SUFFIXES = (".py", ".ipynb")
-PREFERRED_NAMES = ("positional_encodings.py", "positional_encodings.ipynb")
 ASSIGNMENT_FILES = ("checks.py", "conftest.py", "notebook_loader.py")  # handed out with the assignment
 _IPYTHON_LINE = re.compile(r"^\s*(?:[%!]|[\w.,\s\[\]]+=\s*[%!]|[\w.]+\?{1,2}\s*$)")
 _KEPT_CELL_MAGICS = ("%%time", "%%capture")
@@ -312,10 +311,11 @@ class _Folder:
     def candidates(self):
         return [file for file in self.files if file.parts[-1].endswith(SUFFIXES)]
 
-    def submission_file(self):
-        """The file to grade: positional_encodings.py/.ipynb, else the only .py or .ipynb there."""
+    def submission_file(self, preferred_names=()):
+        """The file to grade: one named as in ``preferred_names`` (the unit's module, ``name.py``/``.ipynb``),
+        else the only .py or .ipynb there."""
         files = sorted(self.candidates(), key=lambda file: file.parts)
-        for preferred in PREFERRED_NAMES:
+        for preferred in preferred_names:
             found = [file for file in files if file.parts[-1] == preferred]
             if len(found) == 1:
                 return found[0]
@@ -326,8 +326,9 @@ class _Folder:
         if not candidates:
             raise LoadError(f"{self.label} holds no .py or .ipynb file to grade.")
         names = ", ".join(shown_name(file.parts) for file in candidates[:5])
+        wanted = " or ".join(preferred_names) or "a name of its own"
         raise LoadError(f"{self.label} holds several files that could be the submission ({names}); "
-                        "name the one to grade positional_encodings.py or positional_encodings.ipynb.")
+                        f"name the one to grade {wanted}.")
 
 
 def regular_files(folder):
@@ -724,13 +725,14 @@ def _read_file(path):
     return _read_regular(os.fspath(path), shown, None, (st.st_dev, st.st_ino), names_inside=1)
 
 
-def load(path):
-    """Read one submission (a file, or a folder holding one) into a Submission."""
+def load(path, preferred_names=()):
+    """Read one submission (a file, or a folder holding one) into a Submission; in a folder, the file to
+    grade is one of ``preferred_names`` where there is one (see submission_file)."""
     path = Path(path)
     name = submission_name(path)
     if _is_folder(path):
         with _Folder(path) as folder:
-            file = folder.submission_file()
+            file = folder.submission_file(preferred_names)
             data = folder.read(file)
         path = path.joinpath(*file.parts)
     else:
@@ -746,8 +748,8 @@ def _is_folder(path):
         return False
 
 
-def find_submission_file(folder):
-    """The file to grade in a student's folder: positional_encodings.py/.ipynb, else the only one there.
+def find_submission_file(folder, preferred_names=()):
+    """The file to grade in a student's folder: one of ``preferred_names``, else the only one there.
 
     The folder may nest it (nbgrader's ``submitted/STUDENT/ASSIGNMENT/``); the
     self-check files that come with the assignment are never the submission.
@@ -755,7 +757,7 @@ def find_submission_file(folder):
     """
     folder = Path(folder)
     with _Folder(folder) as opened:
-        return folder.joinpath(*opened.submission_file().parts)
+        return folder.joinpath(*opened.submission_file(preferred_names).parts)
 
 
 def fingerprint(path):
@@ -782,7 +784,7 @@ def fingerprint(path):
     return digest.hexdigest()
 
 
-def expand(paths):
+def expand(paths, preferred_names=()):
     """Turn command-line paths into submission paths: files as given; in a folder, each file and subfolder.
 
     Nothing is followed: a link named here, or found in a class folder, is a
@@ -798,7 +800,7 @@ def expand(paths):
         if not stat.S_ISDIR(st.st_mode):
             found.append(path)
             continue
-        if any(os.path.lexists(path / name) for name in PREFERRED_NAMES):
+        if any(os.path.lexists(path / name) for name in preferred_names):
             found.append(path)  # a single student's folder
             continue
         for entry in sorted(path.iterdir()):

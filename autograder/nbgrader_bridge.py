@@ -44,7 +44,7 @@ from pathlib import Path
 
 import torch
 
-from autograder import rubric, worker
+from autograder import limits, units, worker
 
 try:  # the kit is usable without nbgrader; only the course needs it
     from nbgrader.preprocessors import Execute as _Execute, NbGraderPreprocessor as _Preprocessor
@@ -60,24 +60,32 @@ except ImportError:
 _built = {}
 
 
-def _cases_and_plan():
-    if "cases" not in _built:
+def _cases_and_plan(unit):
+    if unit.name not in _built:
         from autograder.cases import build_cases
         from autograder.sandbox import serialize_plan
 
-        _built["cases"] = build_cases(rubric.SEED)
-        _built["plan"] = serialize_plan(_built["cases"])
-    return _built["cases"], _built["plan"]
+        cases = build_cases(unit)
+        _built[unit.name] = cases, serialize_plan(cases, unit)
+    return _built[unit.name]
+
+
+def _job_code(unit):
+    """The unit's job.py as the worker runs it beside the student's code (a module of its own)."""
+    return worker._unit_code({"unit_code": unit.job_source})
 
 
 def run_test(test_id, namespace):
-    """Score one rubric test on the functions in ``namespace``; returns the TestResult."""
+    """Score one rubric test (of whichever unit has it: test ids are unique across units) on the functions in
+    ``namespace``; returns the TestResult."""
     from autograder.grade import score_tests
 
+    unit = units.of_test(test_id)
+    rubric = unit.rubric
     test = rubric.TEST_BY_ID[test_id]
     if test.task == rubric.TIMING.name:
-        return _time_in_kernel(test, namespace)
-    cases, plan = _cases_and_plan()
+        return _time_in_kernel(unit, test, namespace)
+    cases, plan = _cases_and_plan(unit)
     # A fresh copy of the inputs for every call: the student's code may change a tensor in place.
     probes = torch.load(io.BytesIO(plan.data), weights_only=True)
     # The task's tests up to this one, in the rubric's order: a test may need another (rubric.Test.needs), and a
@@ -89,11 +97,12 @@ def run_test(test_id, namespace):
     # nbgrader gives a cell 0 points for any text on stderr: keep the student's warnings out of it.
     with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = {probe["id"]: worker.run_probe(namespace, probe, chunks=[]) for probe in probes}
-    return score_tests(scored, cases[test.task], results)[-1]
+        job = _job_code(unit)
+        results = {probe["id"]: worker.run_probe(namespace, probe, [], job) for probe in probes}
+    return score_tests(unit, scored, cases[test.task], results)[-1]
 
 
-def _time_in_kernel(test, namespace):
+def _time_in_kernel(unit, test, namespace):
     """The timing tier without the kit's config: the same gate, static check and bands, timed in the kernel.
 
     Its clock is the kernel's, which the notebook's code could replace; TrustedGrades times from outside.
@@ -103,9 +112,9 @@ def _time_in_kernel(test, namespace):
 
     from autograder.loop_check import _sources_of, loops_in
     from autograder.grade import TestResult
-    from solutions import positional_encodings as reference
     from autograder.timing import fraction_for, share_words
 
+    rubric, reference = unit.rubric, unit.reference
     path = next(path for path in rubric.TIMED_PATHS if path.test == test.id)
     failing = [other.id for task in path.requires for other in rubric.tests_of(task)
                if not run_test(other.id, namespace).passed]
@@ -117,12 +126,12 @@ def _time_in_kernel(test, namespace):
     if loops:
         return TestResult(test.id, test.task, 0, test.points, f"No points: a Python loop ({loops[0]}).")
     sizes = rubric.TIMING_SIZES["cpu"]
-    spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED,
-            "max_relative": rubric.TIMING_MAX_RELATIVE, "num_buckets": rubric.TIMING_NUM_BUCKETS,
+    spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
             **{key: sizes[key] for key in ("batch", "heads", "length", "head_dim")}}
-    inputs = worker._timing_inputs(spec, rubric.SEED)
-    mine = lambda path=worker._score_path(namespace, spec): path(*inputs)  # noqa: E731
-    theirs = lambda path=worker._score_path(vars(reference), spec): path(*inputs)  # noqa: E731
+    job = _job_code(unit)
+    inputs = worker._timing_inputs(job, spec, rubric.SEED)
+    mine = lambda path=worker._score_path(namespace, spec, job): path(*inputs)  # noqa: E731
+    theirs = lambda path=worker._score_path(vars(reference), spec, job): path(*inputs)  # noqa: E731
     mine(), theirs()
     ratios = []
     for _ in range(rubric.TIMING_REPEATS):
@@ -177,13 +186,13 @@ def _linked_submission(resources):
 class TrustedGrades(_Preprocessor):
     """An autograde preprocessor: each graded cell's output is the kit's verdict, reached out of the kernel."""
 
-    wall_seconds = Float(rubric.WALL_SECONDS, help="Time limit of one submission in the grader").tag(config=True)
-    task_seconds = Float(rubric.TASK_SECONDS, help="Time limit of one task in the grader").tag(config=True)
+    wall_seconds = Float(limits.WALL_SECONDS, help="Time limit of one submission in the grader").tag(config=True)
+    task_seconds = Float(limits.TASK_SECONDS, help="Time limit of one task in the grader").tag(config=True)
     course_secret_file = Unicode("", help="The course secret (python -m autograder course-secret FILE): each "
                                           "student's hidden cases are then their own. Or set "
                                           "$AUTOGRADER_COURSE_SECRET_FILE.").tag(config=True)
 
-    _grader = None  # one per nbgrader process: the hidden cases are built once for the whole class
+    _graders = {}  # one per unit and nbgrader process: the hidden cases are built once for the whole class
 
     def preprocess(self, nb, resources):
         import nbformat
@@ -191,24 +200,28 @@ class TrustedGrades(_Preprocessor):
         from autograder.grade import Grader
         from autograder.sandbox import Limits
 
-        if TrustedGrades._grader is None:
+        # The assignment being graded is the unit (each unit is an assignment of the same name).
+        unit = units.get((resources.get("nbgrader") or {}).get("assignment") or "")
+        if unit.name not in TrustedGrades._graders:
             from autograder import seeds
 
-            limits = Limits(wall_seconds=self.wall_seconds, task_seconds=self.task_seconds)
+            bounds = Limits(wall_seconds=self.wall_seconds, task_seconds=self.task_seconds)
             secret_file = self.course_secret_file or os.environ.get(seeds.SECRET_FILE_VARIABLE, "")
-            TrustedGrades._grader = Grader(limits=limits, course_secret=seeds.course_secret(secret_file or None),
-                                           secrets=[secret_file] if secret_file else [])
+            TrustedGrades._graders[unit.name] = Grader(unit, limits=bounds,
+                                                       course_secret=seeds.course_secret(secret_file or None),
+                                                       secrets=[secret_file] if secret_file else [])
+        grader = TrustedGrades._graders[unit.name]
         linked = _linked_submission(resources)
         if linked:  # nbgrader has read it already, following the link: its content is not the student's
             from autograder.grade import _all_failed
 
-            result = _all_failed("submission", "", f"Could not read the submission: {linked}")
+            result = _all_failed(unit, "submission", "", f"Could not read the submission: {linked}")
         else:
             with tempfile.TemporaryDirectory(prefix="trusted-grades-") as folder:
-                path = Path(folder) / f"{rubric.ASSIGNMENT}.ipynb"
+                path = Path(folder) / f"{unit.module_name}.ipynb"
                 path.write_text(nbformat.writes(nb), encoding="utf-8")
                 student = (resources.get("nbgrader") or {}).get("student")
-                result = TrustedGrades._grader.grade(path, student=f"nbgrader:{student}" if student else None)
+                result = grader.grade(path, student=f"nbgrader:{student}" if student else None)
         by_id = {test.id: test for test in result.tests}
         for cell in nb.cells:
             grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
@@ -232,7 +245,7 @@ class TrustedGrades(_Preprocessor):
 
 # The kernel's run under `nbgrader autograde`: bounded, and never the end of a submission.
 
-CELL_TEXT_CHARACTERS = rubric.OUTPUT_BYTES  # printed text one cell may add to the notebook, as the CLI keeps
+CELL_TEXT_CHARACTERS = limits.OUTPUT_BYTES  # printed text one cell may add to the notebook, as the CLI keeps
 CELL_OUTPUT_CHARACTERS = 2 * 1024**2  # everything one cell may add; the course's largest picture is 260 KB
 
 
@@ -350,9 +363,9 @@ class BoundedExecute(_Execute):
     * The kernel gets the worker's address-space limit, and whatever it leaves running is killed.
     """
 
-    notebook_seconds = Integer(rubric.NOTEBOOK_SECONDS, help="Seconds the whole notebook may run in the kernel; "
+    notebook_seconds = Integer(limits.NOTEBOOK_SECONDS, help="Seconds the whole notebook may run in the kernel; "
                                "the cells after are not run there").tag(config=True)
-    kernel_memory_bytes = Integer(rubric.MEMORY_BYTES, help="Address-space limit of the kernel").tag(config=True)
+    kernel_memory_bytes = Integer(limits.MEMORY_BYTES, help="Address-space limit of the kernel").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         from nbclient.client import NotebookClient
@@ -499,7 +512,7 @@ class NamedContents(_Preprocessor):
         rows = ["| test | what it checks | points |", "|---|---|---|"]
         for cell in nb.cells:
             grade = (cell.get("metadata") or {}).get("nbgrader") or {}
-            test = rubric.TEST_BY_ID.get(grade.get("grade_id"))
+            test = units.test_named(grade.get("grade_id"))
             if test is None or not grade.get("grade"):
                 continue
             score = grade.get("score")

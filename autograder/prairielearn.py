@@ -12,7 +12,7 @@ What the instructor gets, from ``python -m autograder prairielearn-bundle OUT`` 
   reference, no hidden case), so it may be pushed to a public registry, as PrairieLearn needs.
 * ``OUT/serverFilesCourse/positional_encodings_kit/``: the kit's grading source and the entry point
   ``run_prairielearn``. It goes into the course's ``serverFilesCourse/``, which students never see.
-* ``OUT/question/``: a question that uses both (``info.json``, ``question.html``, an empty
+* ``OUT/questions/<unit>/``: a question per unit that uses both (``info.json``, ``question.html``, an empty
   ``tests/``), to copy into the course's ``questions/``.
 
 In the container, ``run_prairielearn`` makes everything below /grade but the student's files root's
@@ -37,7 +37,9 @@ import time
 import traceback
 from pathlib import Path
 
-from autograder import gradescope, rubric
+import uuid
+
+from autograder import gradescope, units
 
 DEFAULT_ROOT = "/grade"
 DEFAULT_VENV = "/opt/positional-encodings-kit/venv"
@@ -57,11 +59,11 @@ RUN AUTOGRADER_VENV={venv} bash /tmp/setup.sh && rm /tmp/setup.sh && rm -rf /var
 
 QUESTION_HTML = """\
 <pl-question-panel>
-  <p>Upload your <code>positional_encodings.ipynb</code> (or <code>positional_encodings.py</code>). It is graded
+  <p>Upload your <code>{name}.ipynb</code> (or <code>{name}.py</code>). It is graded
   by the kit's hidden tests; the feedback names the first wrong value of each failing test and, where it
   recognises one, the likely mistake.</p>
 </pl-question-panel>
-<pl-file-upload file-names="positional_encodings.ipynb, positional_encodings.py" optional-file-names="true">
+<pl-file-upload file-names="{name}.ipynb, {name}.py" optional-file-names="true">
 </pl-file-upload>
 <pl-submission-panel>
   <pl-external-grader-results></pl-external-grader-results>
@@ -89,11 +91,15 @@ def run_script():
         fallback=_fallback_json())
 
 
-def question_info(image):
-    """The question's info.json: external grading with the kit's image, entry point and serverFilesCourse."""
+FIRST_UUID = "6f3c2a9e-5d1b-4c7a-9e2f-8b4d1a7c3e50"  # the first unit's question, as it was published
+
+
+def question_info(image, unit):
+    """A unit's question's info.json: external grading with the kit's image, entry point and serverFilesCourse.
+    The upload's file name tells the entry point which unit it is."""
     return {
-        "uuid": "6f3c2a9e-5d1b-4c7a-9e2f-8b4d1a7c3e50",
-        "title": "Positional encodings: the whole assignment",
+        "uuid": FIRST_UUID if unit.rubric.ORDER == 1 else str(uuid.uuid5(uuid.UUID(FIRST_UUID), unit.name)),
+        "title": f"{unit.title}: the whole assignment",
         "topic": "Transformers",
         "tags": ["autograded"],
         "type": "v3",
@@ -121,10 +127,11 @@ def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=grad
         "image/setup.sh": gradescope.setup_script(pyproject),
         "image/Dockerfile": DOCKERFILE.format(venv=DEFAULT_VENV),
         f"serverFilesCourse/{KIT_FOLDER}/run_prairielearn": run_script(),
-        "question/info.json": json.dumps(question_info(image), indent=2) + "\n",
-        "question/question.html": QUESTION_HTML,
-        "question/tests/README": "Empty: the kit's hidden tests come from serverFilesCourse.\n",
     }
+    for unit in units.all_units():  # a question per unit: questions/<unit>/
+        written[f"questions/{unit.name}/info.json"] = json.dumps(question_info(image, unit), indent=2) + "\n"
+        written[f"questions/{unit.name}/question.html"] = QUESTION_HTML.format(name=unit.module_name)
+        written[f"questions/{unit.name}/tests/README"] = "Empty: the kit's hidden tests come from serverFilesCourse.\n"
     for name, text in written.items():
         target = out_dir / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +157,7 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
     """PrairieLearn's results.json for ``result`` (a grade.Result)."""
     tests = []
     for test in result.tests:
-        rubric_test = rubric.TEST_BY_ID.get(test.id)
+        rubric_test = units.test_named(test.id)
         message = test.output
         if not test.passed and rubric_test is not None and rubric_test.details != "visible":
             message = gradescope.without_the_case(message, rubric_test, "not shown on PrairieLearn")

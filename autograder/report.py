@@ -16,7 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
-from autograder import rubric
+from autograder.units import rubric_of
 from autograder.inert import csv_cell, inert, inert_line
 
 
@@ -58,6 +58,7 @@ def table(results, width=None):
     On a terminal the last column is cut to the terminal's width; in a file or a pipe it is whole.
     """
     results = list(results)
+    rubric = rubric_of(results)
     if width is None and sys.stdout.isatty():
         width = shutil.get_terminal_size().columns
     names = [task.name for task in rubric.TASKS + (rubric.TIMING,)]
@@ -83,6 +84,7 @@ def feedback(result):
     A note or a test's output keeps its lines, each indented under its own heading, so none of them can pass
     for a heading or a score line of its own.
     """
+    rubric = rubric_of([result])
     lines = [f"{inert_line(result.name)}: {_points(result.score)} / {_points(result.max_score)}"]
     for note in result.notes:
         lines.append("  note: " + inert(note).replace("\n", "\n        "))
@@ -110,6 +112,8 @@ def write_atomically(path, text):
 
 def grades_csv(results):
     """grades.csv: a row per submission, its total and each rubric test's points; names can never be formulas."""
+    results = list(results)
+    rubric = rubric_of(results)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([csv_cell(name) for name in ["submission", "total", "max_score"] + [t.id for t in rubric.TESTS]])

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, protocol, rubric, users as _users  # nothing here imports torch: the server starts before it
+from autograder import cgroups, limits as _limits, protocol, users as _users  # nothing here imports torch: the server starts before it
 from autograder.inert import inert
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -47,13 +47,13 @@ KEEPER_LINE_BYTES = 64 * 1024
 
 @dataclass
 class Limits:
-    wall_seconds: float = rubric.WALL_SECONDS
-    task_seconds: float = rubric.TASK_SECONDS
-    memory_bytes: int = rubric.MEMORY_BYTES
-    output_bytes: int = rubric.OUTPUT_BYTES
-    processes: int = rubric.JOB_PROCESSES
-    cpus: float = rubric.JOB_CPUS
-    scratch_bytes: int = rubric.SCRATCH_BYTES
+    wall_seconds: float = _limits.WALL_SECONDS
+    task_seconds: float = _limits.TASK_SECONDS
+    memory_bytes: int = _limits.MEMORY_BYTES
+    output_bytes: int = _limits.OUTPUT_BYTES
+    processes: int = _limits.JOB_PROCESSES
+    cpus: float = _limits.JOB_CPUS
+    scratch_bytes: int = _limits.SCRATCH_BYTES
     sandboxed: object = True  # the sandbox tier (see resolve_sandbox); True is bubblewrap, False none
     # Without a control group per job: limit the job's processes with RLIMIT_NPROC instead, which the kernel
     # counts per user and user namespace (each job has its own) and does not apply to root at all.
@@ -79,17 +79,22 @@ class Plan:
 
     data: bytes
     probes: dict  # task -> {probe id: "call" or "module"}
+    module: str = "submission"  # the name the student's code gets in the job (its unit's module name)
+    unit_code: str = ""  # the unit's job.py, run in the job before the student's code
 
 
-def serialize_plan(cases_by_task):
-    """The probes of every task, made once per grading run and written for each job."""
+def serialize_plan(cases_by_task, unit=None):
+    """The probes of every task, made once per grading run and written for each job, with the unit's module
+    name (what the student's code is called in the job) and its job code (autograder/units/__init__.py)."""
     import torch
 
     plan = {"tasks": [{"task": task, "probes": [case.probe for case in cases]} for task, cases in cases_by_task.items()]}
     buffer = io.BytesIO()
     torch.save(plan, buffer)
     probes = {task: {case.probe["id"]: case.probe["op"] for case in cases} for task, cases in cases_by_task.items()}
-    return Plan(buffer.getvalue(), probes)
+    if unit is None:
+        return Plan(buffer.getvalue(), probes)
+    return Plan(buffer.getvalue(), probes, unit.module_name, unit.job_source)
 
 
 def _child_limits(limits):
@@ -218,7 +223,7 @@ def visible_to_jobs(paths):
     return found
 
 
-def sandbox_options(scratch_bytes=rubric.SCRATCH_BYTES):
+def sandbox_options(scratch_bytes=_limits.SCRATCH_BYTES):
     """bubblewrap's options for a sandbox, without the program: (options, the folders mounted read-only).
 
     New user, PID, network, IPC, UTS and cgroup namespaces; the system's libraries and the Python
@@ -249,7 +254,7 @@ def sandbox_options(scratch_bytes=rubric.SCRATCH_BYTES):
 READ_ONLY_ROOT = ["--remount-ro", "/dev", "--remount-ro", "/"]
 
 
-def server_command(control_fd, sandboxed=True, isolate=True, scratch_bytes=rubric.SCRATCH_BYTES):
+def server_command(control_fd, sandboxed=True, isolate=True, scratch_bytes=_limits.SCRATCH_BYTES):
     """The command line of the worker's fork server (inside bubblewrap when ``sandboxed`` is that tier)."""
     tier = tier_of(sandboxed)
     arguments = ["--zygote", str(control_fd)] + (["--isolate"] if isolate and tier == BUBBLEWRAP else [])
@@ -753,7 +758,8 @@ def _run_once(server, submission, plan, tasks, limits, deadline):
         job = server.spawn({"mode": "grade", "scratch_bytes": limits.scratch_bytes}, out.fileno(), err.fileno(),
                            limits=limits.for_job())
         header = json.dumps({"filename": submission.path.name, "chunks": submission.chunks, "tasks": tasks,
-                             "limits": _child_limits(limits)}).encode()
+                             "limits": _child_limits(limits), "module": plan.module,
+                             "unit_code": plan.unit_code}).encode()
         frames = _Frames(job.output, RESULTS_BYTES)
         job.writer = threading.Thread(target=send_all, daemon=True,
                                       args=(job.input, frame(b"S", header) + frame(b"P", plan.data)))

@@ -23,7 +23,6 @@ import secrets
 import stat
 from pathlib import Path
 
-from autograder import rubric
 
 SECRET_VARIABLE = "AUTOGRADER_COURSE_SECRET"  # the secret itself
 SECRET_FILE_VARIABLE = "AUTOGRADER_COURSE_SECRET_FILE"  # or a file that holds it
@@ -96,12 +95,12 @@ def secret_fingerprint(secret):
     return hmac.new(secret, b"fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
-def describe(seed, identity=None, per_student=False):
+def describe(unit, seed, identity=None, per_student=False):
     """The line of the result that says where its hidden cases came from, and how to grade it again."""
-    again = f"python -m autograder grade <file> --seed {seed} grades it again with the same cases."
+    again = f"python -m autograder grade <file> --unit {unit.name} --seed {seed} grades it again with the same cases."
     if per_student:
         return f"Hidden cases: seed {seed}, this student's own (from the course secret and {identity!r}); {again}"
-    if seed == rubric.SEED:
+    if seed == unit.rubric.SEED:
         return (f"Hidden cases: the shared seed {seed}, the same for every student (no course secret is set: "
                 f"see the README, 'Hidden cases of one's own'); {again}")
     return f"Hidden cases: seed {seed}, given to the grader; {again}"

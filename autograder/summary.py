@@ -17,7 +17,7 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-from autograder import rubric
+from autograder.units import rubric_of
 from autograder.inert import inert_line
 
 BIN_LABELS = tuple(f"{low}-{low + 9}" for low in range(0, 100, 10)) + ("100",)
@@ -47,12 +47,12 @@ def _plural(count, word):
 
 # --- what the numbers are -------------------------------------------------------------------
 
-def score_bin(score):
+def score_bin(score, max_score=100):
     """The histogram bin of a total: 0 for 0-9, ..., 9 for 90-99 (up to but not including 100), 10 for 100.
 
-    Totals are read as a percent of the rubric's points (the rubric has 100, so percent and points agree).
+    Totals are read as a percent of the rubric's points, ``max_score`` (each unit's rubric has 100).
     """
-    percent = 100 * score / rubric.MAX_SCORE
+    percent = 100 * score / max_score
     return min(max(int(percent / 10 + _EPSILON), 0), len(BIN_LABELS) - 1)
 
 
@@ -60,17 +60,19 @@ def histogram(results):
     """How many totals fall in each bin of ``BIN_LABELS``."""
     counts = [0] * len(BIN_LABELS)
     for result in results:
-        counts[score_bin(result.score)] += 1
+        counts[score_bin(result.score, result.max_score or 100)] += 1
     return counts
 
 
-def all_tasks():
-    """The correctness tasks, then the timing tier: every task that carries points."""
+def all_tasks(results):
+    """The correctness tasks, then the timing tier: every task that carries points (of the results' unit)."""
+    rubric = rubric_of(results)
     return rubric.TASKS + (rubric.TIMING,)
 
 
 def task_passed(result, task_name):
     """Whether ``result`` has every point of the task."""
+    rubric = rubric_of([result])
     return result.task_score(task_name) >= rubric.task_points(task_name) - _EPSILON
 
 
@@ -93,6 +95,7 @@ def task_not_started(result, task_name):
 
 def nothing_implemented(result):
     """Whether the submission is the unchanged stub: no correctness task started."""
+    rubric = rubric_of([result])
     return not did_not_load(result) and all(task_not_started(result, name) for name in rubric.TASK_NAMES)
 
 
@@ -125,7 +128,7 @@ def diagnosed_conditions(result):
 def common_conditions(results):
     """[((task, diagnosis), submissions)] over the class, most common first, as common_mistakes."""
     counts = Counter(pair for result in results for pair in diagnosed_conditions(result))
-    order = {task.name: index for index, task in enumerate(all_tasks())}
+    order = {task.name: index for index, task in enumerate(all_tasks(results))}
     return sorted(counts.items(), key=lambda item: (-item[1], order.get(item[0][0], len(order)), item[0][1]))
 
 
@@ -136,7 +139,7 @@ def common_mistakes(results):
     order of the task, then alphabetically.
     """
     counts = Counter(pair for result in results for pair in diagnosed_mistakes(result))
-    order = {task.name: index for index, task in enumerate(all_tasks())}
+    order = {task.name: index for index, task in enumerate(all_tasks(results))}
     return sorted(counts.items(), key=lambda item: (-item[1], order.get(item[0][0], len(order)), item[0][1]))
 
 
@@ -163,12 +166,13 @@ def _histogram_section(results):
 
 
 def _task_section(results):
+    rubric = rubric_of(results)
     count = len(results)
-    name_width = max(len(task.name) for task in all_tasks())
+    name_width = max(len(task.name) for task in all_tasks(results))
     loaded = [result for result in results if not did_not_load(result)]
     lines = ["Pass rate per task (submissions with every point of the task)",
              f"  {'task':<{name_width}}  points  passed   rate  not started"]
-    for task in all_tasks():
+    for task in all_tasks(results):
         passed = sum(task_passed(result, task.name) for result in results)
         # The timing tier has no functions of its own, so it cannot be "not started".
         not_started = str(sum(task_not_started(result, task.name) for result in loaded)) if task.functions else "-"
@@ -178,6 +182,7 @@ def _task_section(results):
 
 
 def _test_section(results):
+    rubric = rubric_of(results)
     count = len(results)
     id_width = max(len(test.id) for test in rubric.TESTS)
     lines = ["Pass rate per rubric test",
@@ -244,6 +249,7 @@ def _ungraded_section(results):
 def summary_text(results):
     """The class summary as plain text: totals, histogram, pass rates, commonest mistakes, ungraded work."""
     results = list(results)
+    rubric = rubric_of(results)
     title = f"Class summary: {_plural(len(results), 'submission')}, out of {rubric.MAX_SCORE} points each"
     if not results:
         return f"{title}\n\nNo submissions were graded, so there is nothing to summarise.\n"
@@ -277,6 +283,8 @@ def summary_plot(results, path):
 
     Returns the path, or None when matplotlib is not installed (the text report stands alone then).
     """
+    results = list(results)
+    rubric = rubric_of(results)
     try:
         # A Figure with no pyplot renders with Agg and leaves the process's backend alone
         # (matplotlib.use("Agg") would switch the backend of a notebook that imports this).
@@ -301,7 +309,7 @@ def summary_plot(results, path):
                             textcoords="offset points")
     scores.set_title(f"Totals of {_plural(count, 'submission')}")
 
-    tasks = all_tasks()
+    tasks = all_tasks(results)
     percents = [100 * sum(task_passed(result, task.name) for result in results) / count if count else 0
                 for task in tasks]
     positions = range(len(tasks))

@@ -1,7 +1,7 @@
 """The timing tier: the student's score path against the reference, timed from the grader's side.
 
-Two paths are timed (``rubric.TIMED_PATHS``): ``shaw_scores`` with its helper,
-and ``biased_scores(q, k, t5_bias(...))`` with its. A path is timed only when
+Each unit names its timed paths (``TIMED_PATHS`` in its rubric; how each is
+called and its inputs drawn, in its job.py). A path is timed only when
 the correctness tests of its own tasks pass (a wrong helper is replaced by the
 grader's stand-in for the timing, in both jobs: it has cost its own task's
 points already), and gets no points when its functions, the helper's
@@ -47,11 +47,12 @@ from pathlib import Path
 
 import torch
 
-from autograder import protocol, rubric
-from autograder.loop_check import findings
+from autograder import limits as _limits, protocol, units
+from autograder.loop_check import findings, refuse_imports_of
 from autograder.inert import inert
 from autograder.sandbox import JOB_USERS, frame, send_all, tail
 
+refuse_imports_of(units.module_names())  # a submission's code is known in its job by its unit's module name
 SAMPLES = 96  # output entries compared after each timed pair (and after the call measured for memory)
 SETUP_SECONDS = 60.0  # start, import torch, build the inputs and warm up
 
@@ -66,7 +67,7 @@ REPLY_BYTES = 1 << 20  # the longest reply line kept; a job that sends more brea
 class ServeChild:
     """A timing job of a fork server, with the code of ``chunks`` loaded; commands and replies are JSON lines."""
 
-    def __init__(self, server, chunks, filename, limits):
+    def __init__(self, server, chunks, filename, limits, unit):
         self.output = tempfile.TemporaryFile()
         child_limits = {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
         if limits.processes_by_rlimit:
@@ -74,7 +75,8 @@ class ServeChild:
         # Traceable: without a control group, the grader reads and restarts its memory high-water mark in /proc.
         self.job = server.spawn({"mode": "serve", "traceable": True, "scratch_bytes": limits.scratch_bytes},
                                 self.output.fileno(), self.output.fileno(), limits=limits.for_job())
-        header = json.dumps({"filename": filename, "chunks": chunks, "limits": child_limits}).encode()
+        header = json.dumps({"filename": filename, "chunks": chunks, "limits": child_limits,
+                             "module": unit.module_name, "unit_code": unit.job_source}).encode()
         self._commands, self._replies = self.job.input, self.job.output
         self._buffer = b""
         if not send_all(self._commands, frame(b"S", header)):
@@ -300,9 +302,9 @@ class _Hold:
 
 def _settled(ratios):
     """Whether more pairs cannot change the verdict: every ratio lies on the same side of every band's limit."""
-    if len(ratios) < rubric.TIMING_MIN_PAIRS:
+    if len(ratios) < _limits.TIMING_MIN_PAIRS:
         return False
-    return all(min(ratios) > limit or max(ratios) <= limit for limit, _ in rubric.TIMING_BANDS)
+    return all(min(ratios) > limit or max(ratios) <= limit for limit, _ in _limits.TIMING_BANDS)
 
 
 def measure(student, reference, spec, rng=None):
@@ -341,7 +343,7 @@ def measure(student, reference, spec, rng=None):
             child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
             _run(child, spec, rng)
     ratios, student_times, reference_times = [], [], []
-    for pair in range(rubric.TIMING_REPEATS):
+    for pair in range(_limits.TIMING_REPEATS):
         seed = rng.getrandbits(48)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
         seconds = {}
@@ -352,7 +354,7 @@ def measure(student, reference, spec, rng=None):
         ratios.append(seconds[student] / seconds[reference])
         student_times.append(seconds[student])
         reference_times.append(seconds[reference])
-        if _settled(ratios) or (pair >= 2 and statistics.median(ratios) > 3 * rubric.TIMING_BANDS[-1][0]):
+        if _settled(ratios) or (pair >= 2 and statistics.median(ratios) > 3 * _limits.TIMING_BANDS[-1][0]):
             break  # more pairs would not change the verdict
     measurement = Measurement(statistics.median(ratios), 1000 * statistics.median(student_times),
                               1000 * statistics.median(reference_times), len(ratios))
@@ -364,7 +366,7 @@ def measure(student, reference, spec, rng=None):
 def _run(child, spec, rng):
     """One timed call of the prepared inputs; returns its seconds by the grader's clock."""
     nonce = rng.getrandbits(62)
-    reply, elapsed = child.request({"command": "run", "nonce": nonce}, rubric.TIMING_CALL_SECONDS)
+    reply, elapsed = child.request({"command": "run", "nonce": nonce}, _limits.TIMING_CALL_SECONDS)
     if "error" in reply:
         raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
     if reply.get("done") != nonce:
@@ -403,7 +405,7 @@ def share_words(fraction):
 
 
 def fraction_for(ratio):
-    for limit, fraction in rubric.TIMING_BANDS:
+    for limit, fraction in _limits.TIMING_BANDS:
         if ratio <= limit:
             return fraction
     return 0.0
@@ -459,7 +461,7 @@ def timing_clock(tier, allowance=None):
     the wall clock counts the wait: the calls are timed instead by the runner's CPU time, which the quota
     does not stretch. That clock counts all of a job's work only where the job cannot start another
     process, which the job users' filter ensures for a timing job (tier C); elsewhere the tier is skipped
-    by the rubric's rule for a machine without a reliable clock (rubric.TIMING_UNRELIABLE_CLOCK).
+    by the rubric's rule for a machine without a reliable clock (_limits.TIMING_UNRELIABLE_CLOCK).
     """
     allowance = cpu_allowance() if allowance is None else allowance
     if allowance >= 1:
@@ -488,9 +490,9 @@ class ReferenceChildren:
     group of its own like theirs: it never holds student code, and runs under the same conditions.
     """
 
-    def __init__(self, reference_text, limits, server):
+    def __init__(self, reference_text, limits, server, unit):
         self.chunks = [{"label": "reference", "source": reference_text}]
-        self.limits, self.server = limits, server
+        self.limits, self.server, self.unit = limits, server, unit
         self._local = threading.local()
         self._all = []
         self._lock = threading.Lock()
@@ -498,7 +500,7 @@ class ReferenceChildren:
     def get(self):
         child = getattr(self._local, "child", None)
         if child is None or not child.alive:
-            child = ServeChild(self.server, self.chunks, "reference.py", self.limits)
+            child = ServeChild(self.server, self.chunks, "reference.py", self.limits, self.unit)
             self._local.child = child
             with self._lock:
                 self._all.append(child)
@@ -511,18 +513,20 @@ class ReferenceChildren:
             self._all.clear()
 
 
-def static_check(chunks, path):
+def static_check(chunks, path, unit):
     """[(kind, text)]: loops (or recursion) in the path's functions and what they reach, and the bindings the
     check cannot follow ("refused"), from the submission's source."""
+    refuse_imports_of([unit.module_name])  # every unit's is refused already (below); this one's, whatever happens
     return findings([(chunk["label"], chunk["source"]) for chunk in chunks], list(path.functions))
 
 
-def grade_tier(submission, passed, mode, references, machine, limits, server):
-    """The timing tier of one submission: [(rubric test, fraction of its points, lines of feedback)].
+def grade_tier(unit, submission, passed, mode, references, machine, limits, server):
+    """The timing tier of one submission of ``unit``: [(rubric test, fraction of its points, feedback lines)].
 
     ``passed`` holds the ids of the correctness tests it passed; ``mode`` is what to do without a GPU. From
     the moment the student's code is loaded until its job has ended, the machine is this tier's alone.
     """
+    rubric = unit.rubric
     device, skipped = timing_device(mode)
     clock, clock_note = "wall", ""
     if device == "cpu" and not skipped:
@@ -537,7 +541,7 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
             graded.append((test, 0, [f"Not timed: every correctness test of this path must pass first, "
                                      f"and {', '.join(failing)} did not."]))
             continue
-        found = static_check(submission.chunks, path)
+        found = static_check(submission.chunks, path, unit)
         if found:
             loops = [text for kind, text in found if kind != "refused"]
             graded.append((test, 0, [
@@ -571,12 +575,12 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
             try:
                 for at, path, test, lines, stand_ins in timed:
                     if student is None or not student.alive:
-                        student = ServeChild(server, submission.chunks, submission.path.name, limits)
+                        student = ServeChild(server, submission.chunks, submission.path.name, limits, unit)
                     reference = references.get()
                     student.clock = reference.clock = clock
                     if clock_note:
                         lines.append(clock_note)
-                    fraction, summary = _time_path(path, device, student, reference, lines, stand_ins)
+                    fraction, summary = _time_path(rubric, path, device, student, reference, lines, stand_ins)
                     graded[at] = (test, fraction, [summary] + lines)
             finally:
                 if student is not None:
@@ -584,13 +588,12 @@ def grade_tier(submission, passed, mode, references, machine, limits, server):
     return graded
 
 
-def _time_path(path, device, student, reference, lines, stand_ins=None):
+def _time_path(rubric, path, device, student, reference, lines, stand_ins=None):
     """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary)."""
     sizes = rubric.TIMING_SIZES[device]
     fractions, summaries = [], []
     for dtype in sizes["dtypes"]:
-        spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED,
-                "max_relative": rubric.TIMING_MAX_RELATIVE, "num_buckets": rubric.TIMING_NUM_BUCKETS,
+        spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED, **dict(path.settings),
                 "warmup": rubric.TIMING_WARMUP, **{key: sizes[key] for key in ("batch", "heads", "length",
                                                                                  "head_dim")}}
         if stand_ins:

@@ -39,7 +39,6 @@ import types
 
 import torch
 
-MODULE_NAME = "positional_encodings"
 MAX_TEXT = 2000
 
 # Taken before any submitted code runs, so that code cannot swap them: the device sync that ends a
@@ -222,33 +221,7 @@ def _run_module_probe(namespace, probe, chunks):
     return out
 
 
-# Stand-ins for a helper task, so that a task that calls another is graded on its own: the
-# stand-in returns valid but scrambled indices (no reference values), and the grader knows
-# what the task should make of them. The grader imports these same two functions.
-
-def scrambled_relative_positions(length_q, length_k, max_relative_position, *, device=None, key=(3, 5, 1)):
-    """Stand-in for clipped_relative_positions: (Lq, Lk) int64 in [0, 2k], not the real table."""
-    a, b, c = key
-    query = torch.arange(length_q, device=device)[:, None]
-    keys = torch.arange(length_k, device=device)[None, :]
-    return (keys * a + query * b + c) % (2 * max_relative_position + 1)
-
-
-def scrambled_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128, *, key=(7, 3, 1)):
-    """Stand-in for t5_relative_position_bucket: int64 in [0, num_buckets), depending on every argument.
-
-    max_distance goes in through a hash, not as it is: max_distance itself would count only modulo
-    num_buckets (64 and 128 are alike modulo 16), and a t5_bias that does not pass it on would go unseen.
-    """
-    a, b, c = key
-    mixed = int(max_distance) * 2654435761 % 4294967291  # Knuth's multiplier, modulo a prime
-    return (relative_position.long() * a + b * int(bool(bidirectional)) + c * mixed) % num_buckets
-
-
-STAND_INS = {"scrambled_relative_positions": scrambled_relative_positions, "scrambled_buckets": scrambled_buckets}
-
-
-def run_probe(namespace, probe, chunks):
+def run_probe(namespace, probe, chunks, unit=None):
     torch.manual_seed(probe.get("seed", 0))
     if probe["op"] == "module":
         return _run_module_probe(namespace, probe, chunks)
@@ -256,7 +229,7 @@ def run_probe(namespace, probe, chunks):
     if not substitute or substitute["name"] not in namespace:
         return _call(namespace, probe, chunks)
     original = namespace[substitute["name"]]
-    stand_in, key = STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
+    stand_in, key = unit.STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
     namespace[substitute["name"]] = lambda *args, **kwargs: stand_in(*args, **kwargs, key=key)
     try:
         return _call(namespace, probe, chunks)
@@ -264,10 +237,22 @@ def run_probe(namespace, probe, chunks):
         namespace[substitute["name"]] = original
 
 
-def _load(chunks, filename):
-    module = types.ModuleType(MODULE_NAME)
+def _unit_code(submission):
+    """The unit's job code (stand-ins, timed paths: its job.py), run in a module of its own before the student's.
+
+    It comes with the request, as the student's code does, so that nothing of the grader's folders has to be
+    readable in the job."""
+    unit = types.ModuleType(submission.get("unit_module", "unit_job"))
+    code = submission.get("unit_code")
+    if code:
+        exec(compile(code, "<the unit's job.py>", "exec"), unit.__dict__)
+    return unit
+
+
+def _load(chunks, filename, module_name):
+    module = types.ModuleType(module_name)
     module.__file__ = filename
-    sys.modules[MODULE_NAME] = module
+    sys.modules[module_name] = module
     errors = []
     for chunk in chunks:
         try:
@@ -329,29 +314,17 @@ def _entries(tensor, indices):
     return values
 
 
-def _timing_inputs(spec, seed):
+def _timing_inputs(unit, spec, seed):
     """The inputs of a score path, drawn from ``seed``: the same in every process that asks, in fresh storage."""
-    generator = torch.Generator().manual_seed(seed)
-    batch, heads, length, head_dim = spec["batch"], spec["heads"], spec["length"], spec["head_dim"]
-    device, dtype = spec["device"], getattr(torch, spec["dtype"])
-    q = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
-    k = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
-    rel_k = torch.randn(2 * spec["max_relative"] + 1, head_dim, generator=generator).to(device=device, dtype=dtype)
-    table = torch.randn(spec["num_buckets"], heads, generator=generator).to(device=device, dtype=dtype)
-    return q, k, rel_k, table
+    return unit.timing_inputs(spec, torch.Generator().manual_seed(seed))
 
 
-def _score_path(namespace, spec):
-    """A function of the inputs that runs the spec's score path once, as the student wrote it; with the
-    stand-ins of ``spec["stand_ins"]`` ({helper: stand-in}) in place of those helpers during each call."""
-    length, max_relative = spec["length"], spec["max_relative"]
-    if spec["path"] == "shaw":
-        shaw_scores = namespace["shaw_scores"]
-        path = lambda q, k, rel_k, table: shaw_scores(q, k, rel_k, max_relative)  # noqa: E731
-    else:
-        t5_bias, biased_scores = namespace["t5_bias"], namespace["biased_scores"]
-        path = lambda q, k, rel_k, table: biased_scores(q, k, t5_bias(length, length, table), scale=1.0)  # noqa: E731
-    swaps = {name: STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
+def _score_path(namespace, spec, unit):
+    """A function of the inputs that runs the spec's score path once, as the student wrote it (the unit's
+    ``score_path``); with the stand-ins of ``spec["stand_ins"]`` ({helper: stand-in}) in place of those helpers
+    during each call."""
+    path = unit.score_path(namespace, spec)
+    swaps = {name: unit.STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
     if not swaps:
         return path
 
@@ -377,7 +350,7 @@ def _cuda_peak_bytes(device):
     return int(_CUDA_MEMORY_STATS(torch.device(device).index or 0).get("allocated_bytes.all.peak", 0))
 
 
-def _serve_one(namespace, chunks, command, state):
+def _serve_one(namespace, chunks, command, state, unit=None):
     """One command of the timing tier. Each timed call gets inputs of its own, drawn just before it by
     ``prepare`` from a seed the grader chose then, in fresh storage: nothing computed on earlier inputs helps."""
     kind = command["command"]
@@ -386,9 +359,9 @@ def _serve_one(namespace, chunks, command, state):
         state.clear()
         state["device"], state["spec"] = spec["device"], spec
         try:
-            state["path"] = _score_path(namespace, spec)
+            state["path"] = _score_path(namespace, spec, unit)
             for number in range(spec["warmup"]):
-                state["path"](*_timing_inputs(spec, spec["seed"] + number))
+                state["path"](*_timing_inputs(unit, spec, spec["seed"] + number))
             _synchronize(spec["device"])
         except BaseException as error:
             state.pop("path", None)
@@ -402,7 +375,7 @@ def _serve_one(namespace, chunks, command, state):
         _mmap_threshold(64 * 1024 if command.get("fresh_mappings") else 32 * 1024 * 1024)
         if command.get("fresh_mappings") and _MALLOC_TRIM is not None:
             _MALLOC_TRIM(0)
-        state["inputs"] = _timing_inputs(state["spec"], command["seed"])
+        state["inputs"] = _timing_inputs(unit, state["spec"], command["seed"])
         _synchronize(state["device"])
         if state["device"].startswith("cuda") and _CUDA_RESET_PEAK is not None:
             _CUDA_RESET_PEAK(torch.device(state["device"]).index or 0)
@@ -431,12 +404,12 @@ def _serve_one(namespace, chunks, command, state):
     return {"error": {"type": "ValueError", "mro": [], "message": f"unknown command {kind}", "where": ""}}
 
 
-def serve(namespace, chunks, commands, replies):
+def serve(namespace, chunks, commands, replies, unit=None):
     """Answer the timing tier's commands until the grader closes the pipe."""
     with os.fdopen(commands, "r", encoding="utf-8") as reader, os.fdopen(replies, "w", encoding="utf-8") as writer:
         state = {}
         for line in reader:
-            reply = _serve_one(namespace, chunks, json.loads(line), state)
+            reply = _serve_one(namespace, chunks, json.loads(line), state, unit)
             writer.write(json.dumps(reply) + "\n")
             writer.flush()
 
@@ -510,14 +483,15 @@ def _grade_job(job_in, job_out):
     plan = torch.load(io.BytesIO(plan_bytes), weights_only=True)
     _limit_self(submission.get("limits", {}))
     chunks = submission["chunks"]
-    namespace, errors = _load(chunks, submission["filename"])
+    unit = _unit_code(submission)
+    namespace, errors = _load(chunks, submission["filename"], submission.get("module", "submission"))
     defined = sorted(name for name in namespace if not name.startswith("__"))[:500]
     _write_all(job_out, frame(b"L", pack({"errors": errors, "defined": defined})))
     wanted = submission.get("tasks")
     for task in plan["tasks"]:
         if wanted is not None and task["task"] not in wanted:
             continue
-        results = {probe["id"]: run_probe(namespace, probe, chunks) for probe in task["probes"]}
+        results = {probe["id"]: run_probe(namespace, probe, chunks, unit) for probe in task["probes"]}
         _write_all(job_out, frame(b"R", task["task"].encode() + b"\0" + pack(results)))
 
 
@@ -527,8 +501,9 @@ def _serve_job(job_in, job_out):
     submission = json.loads(header)
     _limit_self(submission.get("limits", {}))
     chunks = submission["chunks"]
-    namespace, errors = _load(chunks, submission["filename"])
-    serve(namespace, chunks, job_in, job_out)
+    unit = _unit_code(submission)
+    namespace, errors = _load(chunks, submission["filename"], submission.get("module", "submission"))
+    serve(namespace, chunks, job_in, job_out, unit)
 
 
 # ---------------------------------------------------------------------------------------------

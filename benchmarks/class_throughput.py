@@ -90,10 +90,11 @@ import torch  # noqa: E402
 from autograder import rubric  # noqa: E402
 from autograder.build import REFERENCE, strip_markers  # noqa: E402
 from autograder.cases import build_cases  # noqa: E402
-from autograder.cases.relative_positions import distances  # noqa: E402
+from autograder.units.positional_encodings.cases.relative_positions import distances  # noqa: E402
 from autograder.course import (BEGIN_HIDDEN, COURSE, END_HIDDEN, NOTEBOOK, _nbgrader, function_source,  # noqa: E402
                                nbgrader_environment, notebook_text, run_nbgrader)
-from autograder.demo import MISTAKES, apply  # noqa: E402
+from autograder.demo import apply
+from autograder.units.positional_encodings.samples import MISTAKES  # noqa: E402
 from solutions import positional_encodings as ref  # noqa: E402
 
 ASSIGNMENT = rubric.ASSIGNMENT

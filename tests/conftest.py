@@ -5,22 +5,30 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build import REFERENCE, make_stub, strip_markers
+from autograder import units
+from autograder.build import make_stub, strip_markers, student_folder
+from autograder.course import notebook_name, source_folder
 from autograder.grade import Grader
 from autograder.sandbox import Limits
 
 HERE = Path(__file__).parent
+# Most tests are of the first unit; each test file of the second says so itself.
+UNIT = units.get("positional_encodings")
+REFERENCE = UNIT.reference_path
+STUDENT_DIR = student_folder(UNIT)
+SOURCE = source_folder(UNIT)
+NOTEBOOK = notebook_name(UNIT)
 
 
 @pytest.fixture(scope="session")
 def grader():
-    return Grader(sandbox="auto")  # bubblewrap where installed (CI installs it), else a warning
+    return Grader(UNIT, sandbox="auto")  # bubblewrap where installed (CI installs it), else a warning
 
 
 @pytest.fixture(scope="session")
 def quick_grader():
     """A grader with short limits, for submissions that hang."""
-    return Grader(limits=Limits(wall_seconds=20, task_seconds=4), sandbox="auto")
+    return Grader(UNIT, limits=Limits(wall_seconds=20, task_seconds=4), sandbox="auto")
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +38,7 @@ def reference_text():
 
 @pytest.fixture(scope="session")
 def stub_text():
-    return make_stub(REFERENCE.read_text(encoding="utf-8"))
+    return make_stub(REFERENCE.read_text(encoding="utf-8"), UNIT)
 
 
 def notebook(cells, metadata_of=None):
@@ -48,6 +56,6 @@ def by_test(result):
 
 
 def task_scores(result):
-    from autograder import rubric
+    from autograder.units.positional_encodings import rubric
 
     return {task: result.task_score(task) for task in rubric.TASK_NAMES}

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 from conftest import task_scores
 
 ALTERNATIVES = sorted((Path(__file__).parent / "submissions" / "alternatives").glob("*.py"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 from conftest import by_test, task_scores
 
 REPLACE_SINUSOIDAL = "\n\ndef sinusoidal_table(num_positions, d_model, base=10000.0, *, device=None, dtype=None):\n{body}\n"

@@ -10,7 +10,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from autograder import capstone, rubric
+from autograder.units.positional_encodings import capstone
+from autograder.units.positional_encodings import rubric
 from solutions import positional_encodings as reference
 
 ROOT = Path(__file__).resolve().parent.parent

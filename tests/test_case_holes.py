@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from autograder.cases import build_cases
-from autograder.worker import scrambled_buckets
+from autograder.units.positional_encodings.job import scrambled_buckets
+from conftest import UNIT
 
 BUCKET_HEADER = "\n\ndef t5_relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):\n"
 BUCKET_BODY = """\
@@ -62,7 +63,7 @@ def test_a_slip_the_old_cases_let_through_is_caught_and_named(grader, tmp_path, 
 def test_the_stand_in_helper_shows_every_setting_in_every_t5_bias_case():
     """Whatever setting a t5_bias fails to pass on, the stand-in's buckets change where it is not the default."""
     defaults = {"bidirectional": True, "num_buckets": 32, "max_distance": 128}
-    for case in build_cases(0)["t5_bias"]:
+    for case in build_cases(UNIT, 0)["t5_bias"]:
         settings = {**defaults, **case.probe.get("kwargs", {})}
         key = tuple(case.probe["substitute"]["key"])
         grid = torch.arange(7)[None, :] - torch.arange(5)[:, None]
@@ -81,7 +82,8 @@ def test_the_stand_in_helper_shows_every_setting_in_every_t5_bias_case():
 ])
 def test_a_wrong_helper_costs_its_own_points_and_not_the_timing_of_the_path_that_calls_it(
         grader, tmp_path, reference_text, mistake_name, helper_task, path_test):
-    from autograder.demo import MISTAKES, apply
+    from autograder.demo import apply
+    from autograder.units.positional_encodings.samples import MISTAKES
 
     mistake = next(m for m in MISTAKES if m.name == mistake_name)
     path = tmp_path / f"{mistake_name}.py"
@@ -96,8 +98,9 @@ def test_a_wrong_helper_costs_its_own_points_and_not_the_timing_of_the_path_that
 def test_a_mistake_is_charged_once_within_its_task(grader, tmp_path, reference_text):
     """Swapped sin and cos fail the value test, and the edge cases too; it cost 9 of the task's 13 points. Now
     the edge-case test, where the swap is all that is wrong, keeps its points and says why."""
-    from autograder import rubric
-    from autograder.demo import MISTAKES, apply
+    from autograder.units.positional_encodings import rubric
+    from autograder.demo import apply
+    from autograder.units.positional_encodings.samples import MISTAKES
 
     mistake = next(m for m in MISTAKES if m.name == "sin_cos_swapped")
     path = tmp_path / "swapped.py"

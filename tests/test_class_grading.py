@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 from autograder.batch import grade_class, unique_names
 from autograder.build import ROOT
-from autograder.demo import MISTAKES, apply
+from autograder.demo import apply
+from autograder.units.positional_encodings.samples import MISTAKES
 
 CLASS_SIZE = 200
 KILL_AFTER = 70  # results on disk when the first run is killed

@@ -23,16 +23,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder import rubric
-from autograder.build import REFERENCE, ROOT, make_stub, strip_markers
-from autograder.demo import MISTAKES, apply
+from autograder.units.positional_encodings import rubric
+from autograder.build import ROOT, make_stub, strip_markers
+from autograder.demo import apply
+from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.sandbox import bubblewrap
 from red_team_corpus import BUSY_THREADS, corpus, processes_named
+from conftest import REFERENCE, UNIT
 
 pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap) is not installed here")
 
 REFERENCE_TEXT = strip_markers(REFERENCE.read_text(encoding="utf-8"))
-STUB_TEXT = make_stub(REFERENCE.read_text(encoding="utf-8"))
+STUB_TEXT = make_stub(REFERENCE.read_text(encoding="utf-8"), UNIT)
 HONEST = {"reference": REFERENCE_TEXT, "blank": STUB_TEXT}
 HONEST.update({mistake.name: apply(mistake, REFERENCE_TEXT) for mistake in MISTAKES[::3]})
 # Attacks that end by themselves within a second or two (the hanging ones are in test_red_team.py).

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 
 ROOT = Path(__file__).resolve().parent.parent
 GRADESCOPE_KEYS = {"score", "max_score", "tests"}

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grade, gradescope, rubric
-from autograder.demo import MISTAKES, apply
+from autograder import grade, gradescope
+from autograder.units.positional_encodings import rubric
+from autograder.demo import apply
+from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.sandbox import SandboxMissing, bubblewrap
 from conftest import notebook
 
@@ -81,7 +83,7 @@ def test_the_zip_holds_the_two_scripts_and_the_kit_and_nothing_else(bundle):
         infos = {info.filename: info for info in archive.infolist()}
         setup = archive.read("setup.sh").decode()
     for name in ("setup.sh", "run_autograder", "autograder/grade.py", "autograder/gradescope.py",
-                 "autograder/worker.py", "autograder/cases/shaw.py", "solutions/positional_encodings.py",
+                 "autograder/worker.py", "autograder/units/positional_encodings/cases/shaw.py", "solutions/positional_encodings.py",
                  "pyproject.toml", "README.md"):
         assert name in infos, name
     assert infos["run_autograder"].external_attr >> 16 & stat.S_IXUSR

@@ -2,7 +2,7 @@
 
 import pytest
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 from conftest import notebook
 
 

@@ -16,12 +16,15 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from autograder import rubric, seeds
+from autograder import seeds
+from autograder.units.positional_encodings import rubric
 from autograder.cases import build_cases
-from autograder.demo import MISTAKES, apply
+from autograder.demo import apply
+from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.gradescope import gradescope_identity
 from autograder.grade import Grader
 from autograder.prairielearn import variant_identity
+from conftest import UNIT
 
 ROOT = Path(__file__).resolve().parent.parent
 ALTERNATIVES = sorted((ROOT / "tests" / "submissions" / "alternatives").glob("*.py"))
@@ -52,11 +55,11 @@ def _probe_tensors(cases):
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1))
 def test_the_same_seed_gives_the_same_cases_and_another_seed_other_inputs(seed, other):
-    one, again = build_cases(seed), build_cases(seed)
+    one, again = build_cases(UNIT, seed), build_cases(UNIT, seed)
     assert [case.id for task in one.values() for case in task] == [case.id for task in again.values() for case in task]
     assert all(torch.equal(a, b) for a, b in zip(_probe_tensors(one), _probe_tensors(again)))
     if seed != other:
-        different = build_cases(other)
+        different = build_cases(UNIT, other)
         pairs = list(zip(_probe_tensors(one), _probe_tensors(different)))
         changed = [a for a, b in pairs if a.shape != b.shape or not torch.equal(a, b)]
         # The random inputs (the Shaw and score tensors, the bias tables, the scattered bucket positions) change.
@@ -82,7 +85,7 @@ def test_a_course_secret_is_refused_when_too_short_or_a_link(tmp_path):
 
 @pytest.fixture(scope="module")
 def secret_grader():
-    grader = Grader(sandbox="auto", timing_mode="give", course_secret=SECRET)
+    grader = Grader(UNIT, sandbox="auto", timing_mode="give", course_secret=SECRET)
     yield grader
     grader.close()
 
@@ -111,7 +114,7 @@ def test_two_students_see_different_hidden_inputs_and_a_regrade_sees_the_same(se
 def test_the_seed_a_result_records_grades_the_file_again_the_same_way(secret_grader, tmp_path, reference_text):
     path = _mistake_file(tmp_path, reference_text, "scaled_bias")
     first = secret_grader.grade(path, student="carol")
-    plain = Grader(sandbox="auto", timing_mode="give")  # no secret at all: only the recorded seed
+    plain = Grader(UNIT, sandbox="auto", timing_mode="give")  # no secret at all: only the recorded seed
     try:
         again = plain.grade(path, seed=first.seed)
         shared = plain.grade(path)
@@ -123,7 +126,7 @@ def test_the_seed_a_result_records_grades_the_file_again_the_same_way(secret_gra
 
 @pytest.mark.parametrize("seed", [987654321])
 def test_under_any_seed_correct_formulations_keep_full_marks_and_mistakes_still_cost(tmp_path, reference_text, seed):
-    grader = Grader(sandbox="auto", timing_mode="give")
+    grader = Grader(UNIT, sandbox="auto", timing_mode="give")
     try:
         for path in ALTERNATIVES:
             task = path.name.split("__")[0]
@@ -240,7 +243,7 @@ def test_a_course_secret_where_jobs_could_read_it_stops_the_grader(tmp_path):
     if bubblewrap_problem():
         pytest.skip(f"bubblewrap cannot run here: {bubblewrap_problem()}")
     with pytest.raises(SandboxMissing, match="in every job's view"):
-        Grader(sandbox=BUBBLEWRAP, secrets=[inside])
+        Grader(UNIT, sandbox=BUBBLEWRAP, secrets=[inside])
 
 
 def test_nbgrader_s_trusted_grades_draw_each_student_s_cases_from_the_course_secret(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 from autograder.grade import Result
 from autograder.grade import TestResult as Row  # not "Test...": pytest would try to collect it
 from autograder.inert import csv_cell, inert, inert_line, is_inert

@@ -29,11 +29,21 @@ from hypothesis import strategies as st
 
 from autograder import gradescope
 from autograder import load as intake
-from autograder.build import REFERENCE, ROOT
-from autograder.load import LoadError, expand, fingerprint, load, shown_name
+from autograder.build import ROOT
+from autograder.load import LoadError, fingerprint, shown_name
+from conftest import REFERENCE, STUDENT_DIR, UNIT
+
+
+def load(path):
+    """The grader's load, as it reads a submission of the first unit (its file names preferred in a folder)."""
+    return intake.load(path, UNIT.file_names)
+
+
+def expand(paths):
+    return intake.expand(paths, UNIT.file_names)
 
 COURSE_NOTEBOOK = ROOT / "assignments" / "source" / "positional_encodings" / "positional_encodings.ipynb"
-STUDENT_LOADER = ROOT / "assignments" / "student" / "notebook_loader.py"
+STUDENT_LOADER = STUDENT_DIR / "notebook_loader.py"
 HOST_FILE = Path("/etc/hostname") if Path("/etc/hostname").is_file() else Path("/etc/passwd")
 SECRET = "SECRET-FROM-OUTSIDE-THE-SUBMISSION"  # in every file outside the submission that a test links to
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,7 +126,7 @@ CAN_MKNOD = _can_mknod()
 NAME_CHARACTERS = st.characters(blacklist_characters="/\0", blacklist_categories=("Cs",))
 names = st.text(NAME_CHARACTERS, min_size=1, max_size=12).filter(
     lambda name: name not in (".", "..", "sub") and len(name.encode()) <= 200
-    and name.lower() not in [n.lower() for n in intake.PREFERRED_NAMES])
+    and name.lower() not in [n.lower() for n in UNIT.file_names])
 ODD_NAMES = ["new\nline", "esc\x1b[31mred", "tab\there", "back\\slash", "bell\x07", "ünïcødé", " spaced ",
              "quote\"d", "percent%s", "\u2028sep"]
 any_name = st.one_of(names, st.sampled_from(ODD_NAMES))
@@ -295,7 +305,7 @@ def test_a_symlink_to_the_reference_no_longer_scores_100(tmp_path):
     folder = tmp_path / "mallory"
     folder.mkdir()
     os.symlink(REFERENCE, folder / "positional_encodings.py")
-    grader = Grader(sandbox="auto", timing_mode="withhold")
+    grader = Grader(UNIT, sandbox="auto", timing_mode="withhold")
     try:
         result = grader.grade(folder)
     finally:
@@ -319,7 +329,7 @@ def test_gradescope_refuses_a_symlinked_upload_without_following_it(tmp_path):
     submission = tmp_path / "submission"
     (submission / "work").mkdir(parents=True)
     os.symlink(REFERENCE, submission / "work" / "positional_encodings.py")
-    path, refusal = gradescope._find_file(submission)
+    path, refusal = gradescope._find_file(submission, UNIT)
     assert path is None and refusal.score == 0
     assert "work/positional_encodings.py is a symbolic link" in refusal.notes[0]
     root = tmp_path / "autograder"
@@ -335,7 +345,7 @@ def test_gradescope_lists_an_honest_upload_as_before(tmp_path):
     (submission / "nested").mkdir(parents=True)
     (submission / "nested" / "positional_encodings.py").write_text("x = 1\n")
     (submission / ".hidden").write_text("")
-    path, refusal = gradescope._find_file(submission)
+    path, refusal = gradescope._find_file(submission, UNIT)
     assert refusal is None and path == submission / "nested" / "positional_encodings.py"
 
 
@@ -350,8 +360,8 @@ def test_an_entry_swapped_after_the_walk_is_refused_when_read(tmp_path, monkeypa
     (elsewhere / "positional_encodings.py").write_text(REFERENCE.read_text())
     chosen = intake._Folder.submission_file
 
-    def swap_then_choose(self):
-        file = chosen(self)
+    def swap_then_choose(self, *preferred):
+        file = chosen(self, *preferred)
         staged = tmp_path / "staged"
         if swap == "symlink":
             os.symlink(REFERENCE, staged)

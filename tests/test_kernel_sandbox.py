@@ -13,9 +13,10 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder.build import REFERENCE, ROOT
+from autograder.build import ROOT
 from autograder.sandbox import bubblewrap
 from red_team_corpus import processes_named
+from conftest import REFERENCE
 
 pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap) is not installed here")
 

@@ -15,8 +15,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.build import REFERENCE, strip_markers
+from autograder.build import strip_markers
 from autograder.compare import assert_no_loops, loops_in
+from conftest import REFERENCE, UNIT
 
 ALTERNATIVES = sorted((Path(__file__).parent / "submissions" / "alternatives").glob("*.py"))
 SHAW_PATH = ["shaw_scores", "clipped_relative_positions"]
@@ -217,11 +218,13 @@ def test_code_that_never_runs_cannot_bind_anything_and_is_not_reported():
 
 
 def test_the_submissions_own_module_name_is_refused_as_the_worker_names_it():
-    from autograder.worker import MODULE_NAME
+    import autograder.timing  # noqa: F401  (the timing tier registers every unit's module name with the check)
+    from autograder import units
 
-    for line in (f"import {MODULE_NAME}", f"from {MODULE_NAME} import shaw_scores", f"import {MODULE_NAME} as me"):
-        found = loops_in(line + "\n\n\ndef shaw_scores(q):\n    return q\n", ["shaw_scores"])
-        assert found and f"imports {MODULE_NAME}" in found[0], found
+    for name in units.module_names():  # the name the job gives the student's code (sandbox.Plan.module)
+        for line in (f"import {name}", f"from {name} import shaw_scores", f"import {name} as me"):
+            found = loops_in(line + "\n\n\ndef shaw_scores(q):\n    return q\n", ["shaw_scores"])
+            assert found and f"imports {name}" in found[0], found
 
 
 # Less common ways in, each followed to the loop (or, for a closure cell written from outside, refused).
@@ -489,7 +492,7 @@ def test_a_memoized_loop_bound_by_assignment_gets_no_timing_points(tmp_path, ref
 
     path = tmp_path / "memoized_loop.py"
     path.write_text(reference_text + MEMOIZED_LOOP)
-    grader = Grader(sandbox="auto", timing_mode="cpu")
+    grader = Grader(UNIT, sandbox="auto", timing_mode="cpu")
     try:
         result = grader.grade(path)
     finally:

@@ -24,12 +24,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder import rubric
-from autograder.build import REFERENCE, ROOT, solution_regions
-from autograder.course import COURSE, NOTEBOOK, function_source, release, run_nbgrader
-from autograder.demo import MISTAKES, apply
+from autograder.units.positional_encodings import rubric
+from autograder.build import ROOT, solution_regions
+from autograder.course import COURSE, function_source, release, run_nbgrader
+from autograder.demo import apply
+from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.nbgrader_bridge import BoundedExecute
 from red_team_corpus import corpus, processes_named, student_notebook
+from conftest import NOTEBOOK, REFERENCE, UNIT
 
 ASSIGNMENT = rubric.ASSIGNMENT
 MISTAKE_BY_NAME = {mistake.name: mistake for mistake in MISTAKES}
@@ -132,7 +134,7 @@ def course(tmp_path_factory, reference_text, quick_grader):
     course.mkdir()
     shutil.copy(COURSE / "nbgrader_config.py", course)
     shutil.copytree(COURSE / "source", course / "source")
-    folder, archive = release(root / "dist", course=course)
+    folder, archive = release(UNIT, root / "dist", course=course)
     released = course / "release" / ASSIGNMENT
     students = _class_of_students(json.loads((released / NOTEBOOK).read_text()), reference_text)
     traces = root / f"red-team-{uuid.uuid4().hex[:10]}"
@@ -400,7 +402,7 @@ def _files_of(folder):
 
 
 def test_release_holds_no_solution_no_hidden_test_and_no_grader_file(course):
-    secret_files = [ROOT / "autograder" / "rubric.py", ROOT / "autograder" / "nbgrader_bridge.py",
+    secret_files = [ROOT / "autograder" / "units" / "positional_encodings" / "rubric.py", ROOT / "autograder" / "nbgrader_bridge.py",
                     *(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "cases").glob("*.py")]
     secret_bytes = {path.read_bytes() for path in secret_files}
     solution_lines = _distinctive_solution_lines()

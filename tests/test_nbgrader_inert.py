@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nbconvert import HTMLExporter
 
-from autograder import rubric
-from autograder.course import COURSE, NOTEBOOK, SOURCE, run_nbgrader
+from autograder.units.positional_encodings import rubric
+from autograder.course import COURSE, run_nbgrader
 from autograder.nbgrader_inert import MakeInert, clean_markdown, safe_image, safe_link
 from autograder.sandbox import bubblewrap
+from conftest import NOTEBOOK, SOURCE
 
 MARK = "PWNED"  # every attack carries it, so what the page's own template does is never mistaken for one
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()

@@ -23,12 +23,13 @@ from pathlib import Path
 import pytest
 
 import docker_kit
-from autograder import gradescope, prairielearn, rubric
-from autograder.build import strip_markers, REFERENCE
+from autograder import gradescope, prairielearn
+from autograder.units.positional_encodings import rubric
+from autograder.build import strip_markers
 from autograder.demo import write_class
 from autograder.grade import Grader
 from autograder.users import JOB_UIDS
-from conftest import notebook
+from conftest import UNIT, notebook
 from red_team_corpus import corpus
 from test_gradescope import assert_gradescope_schema
 from test_timing_tier import ROW_LOOP
@@ -87,7 +88,7 @@ def prairielearn_kit(tmp_path_factory):
 
 def sample_class(folder):
     """{name: source} of the sample class (the reference, the blank stubs, one mistake each) and the corpus."""
-    files = {path.stem: path.read_text() for path in write_class(folder / "class")}
+    files = {path.stem: path.read_text() for path in write_class(folder / "class", UNIT)}
     stub = files["blank_stubs"]
     traces = folder / f"traces-{uuid.uuid4().hex[:8]}"
     attacks = corpus(traces)
@@ -120,7 +121,7 @@ def graded(image, tmp_path_factory):
         path.parent.mkdir(exist_ok=True)
         path.write_text(text)
         paths.append(path)
-    grader = Grader(sandbox="required")
+    grader = Grader(UNIT, sandbox="required")
     try:
         host = {result.name: result for result in grader.grade_many(paths, jobs=2)}
     finally:
@@ -303,7 +304,7 @@ STABILITY = """
 import json, sys
 sys.path.insert(0, "/autograder/source")
 from autograder.grade import Grader
-grader = Grader(sandbox="required", secrets=["/autograder/source"])
+grader = Grader(UNIT, sandbox="required", secrets=["/autograder/source"])
 verdicts = []
 for name in sys.argv[1:]:
     for _ in range(REPEATS):

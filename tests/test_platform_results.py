@@ -3,7 +3,8 @@ case in sight before its date, the score unchanged; PrairieLearn's format kept w
 
 from hypothesis import given, settings, strategies as st
 
-from autograder import gradescope, prairielearn, rubric
+from autograder import gradescope, prairielearn
+from autograder.units.positional_encodings import rubric
 from autograder import grade
 
 SECRET = "sinusoidal_table(50, 16) is wrong at [0, 1]: expected 0.841471, got 0.540302"

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from autograder import gradescope, prairielearn, rubric
+from autograder import gradescope, prairielearn
+from autograder.units.positional_encodings import rubric
 from autograder.sandbox import bubblewrap
 from conftest import notebook
 

@@ -16,12 +16,14 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from autograder import protocol, rubric
+from autograder import protocol
+from autograder.units.positional_encodings import rubric
 from autograder.build import ROOT
 from autograder.inert import is_inert
 
 sys.path.insert(0, str(ROOT / "autograder"))
 import worker  # noqa: E402  (the job's side, as the sandbox runs it: a file of its own)
+from conftest import UNIT
 
 DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
           torch.bfloat16, torch.float32, torch.float64, torch.complex64]
@@ -147,7 +149,7 @@ def protocol_grader():
     from autograder.grade import Grader
     from autograder.sandbox import Limits
 
-    grader = Grader(limits=Limits(wall_seconds=20, task_seconds=5), timing_mode="withhold", sandbox="auto")
+    grader = Grader(UNIT, limits=Limits(wall_seconds=20, task_seconds=5), timing_mode="withhold", sandbox="auto")
     yield grader
     grader.close()
 

@@ -18,12 +18,13 @@ import uuid
 
 import pytest
 
-from autograder import rubric
-from autograder.build import REFERENCE, ROOT
+from autograder.units.positional_encodings import rubric
+from autograder.build import ROOT
 from autograder.grade import Grader
 from autograder.inert import is_inert
 from autograder.sandbox import Limits, bubblewrap
 from red_team_corpus import BUSY_THREADS, MEMORY_LIMIT_BYTES, corpus, processes_named
+from conftest import REFERENCE, UNIT
 
 NAMES = list(corpus(ROOT / "unused"))
 SANDBOXED = bubblewrap() is not None
@@ -32,7 +33,7 @@ SANDBOXED = bubblewrap() is not None
 @pytest.fixture(scope="module")
 def corpus_grader():
     """Short time limits (some attacks hang) and the memory limit the memory attack is built around."""
-    grader = Grader(limits=Limits(wall_seconds=25, task_seconds=5, memory_bytes=MEMORY_LIMIT_BYTES), sandbox="auto")
+    grader = Grader(UNIT, limits=Limits(wall_seconds=25, task_seconds=5, memory_bytes=MEMORY_LIMIT_BYTES), sandbox="auto")
     yield grader
     grader.close()
 
@@ -207,7 +208,7 @@ def test_a_file_one_job_writes_is_seen_by_no_later_job(corpus_grader, tmp_path, 
 
 @pytest.fixture(scope="module")
 def tier_grader():
-    grader = Grader(timing_mode="cpu", sandbox="auto")
+    grader = Grader(UNIT, timing_mode="cpu", sandbox="auto")
     yield grader
     grader.close()
 

@@ -7,15 +7,16 @@ calls does not (the path is timed with the grader's stand-in for it).
 
 import pytest
 
-from autograder import rubric
-from autograder.build import REFERENCE, strip_markers
-from autograder.demo import MISTAKES, apply, write_class
-from conftest import task_scores
+from autograder.units.positional_encodings import rubric
+from autograder.build import strip_markers
+from autograder.demo import apply, write_class
+from autograder.units.positional_encodings.samples import MISTAKES
+from conftest import REFERENCE, UNIT, task_scores
 
 
 @pytest.fixture(scope="module")
 def sample_results(grader, tmp_path_factory):
-    paths = write_class(tmp_path_factory.mktemp("class"))
+    paths = write_class(tmp_path_factory.mktemp("class"), UNIT)
     return {result.name: result for result in grader.grade_many(paths, jobs=2)}
 
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build import REFERENCE, ROOT
+from autograder.build import ROOT
 from autograder.grade import Grader
 from autograder.sandbox import bubblewrap
 from red_team_corpus import processes_named
+from conftest import REFERENCE, UNIT
 
 pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap) is not installed here")
 
@@ -32,7 +33,7 @@ def sinusoidal_table(num_positions, d_model, base=10000.0, *, device=None, dtype
 
 @pytest.fixture(scope="module")
 def sandboxed_grader():
-    grader = Grader(sandbox="required", timing_mode="withhold")  # the tier's children are tested elsewhere
+    grader = Grader(UNIT, sandbox="required", timing_mode="withhold")  # the tier's children are tested elsewhere
     yield grader
     grader.close()
 
@@ -47,7 +48,7 @@ def _findings(grader, tmp_path, reference_text, probe):
 
 
 def test_the_reference_hidden_cases_and_rubric_cannot_be_read_from_inside(sandboxed_grader, tmp_path, reference_text):
-    secrets = [str(REFERENCE), str(ROOT / "autograder" / "rubric.py"), str(ROOT / "autograder" / "cases" / "shaw.py"),
+    secrets = [str(REFERENCE), str(ROOT / "autograder" / "units" / "positional_encodings" / "rubric.py"), str(ROOT / "autograder" / "units" / "positional_encodings" / "cases" / "shaw.py"),
                str(ROOT / "solutions")]
     probe = f'''
 import os, sys
@@ -196,7 +197,7 @@ for pid in range(1, 4096):  # every process id this one could signal (1 is its o
 @pytest.mark.parametrize("sandboxed, isolate", [(True, False), (False, False)], ids=["sandbox_per_job", "unsandboxed"])
 def test_the_fork_server_without_namespaces_of_its_own_still_grades(sandboxed, isolate, reference_text, tmp_path):
     """Where the kernel refuses namespaces inside bubblewrap, each job gets a server of its own; unsandboxed, a plain fork."""
-    from autograder import rubric
+    from autograder.units.positional_encodings import rubric
     from autograder.cases import build_cases
     from autograder.load import load
     from autograder.sandbox import ForkServer, Limits, run_submission, serialize_plan
@@ -206,7 +207,7 @@ def test_the_fork_server_without_namespaces_of_its_own_still_grades(sandboxed, i
     server = ForkServer(sandboxed, isolate=isolate)
     try:
         assert server.shared == (not sandboxed)
-        outcome = run_submission(load(path), serialize_plan(build_cases(rubric.SEED)), ["sinusoidal", "shaw"],
+        outcome = run_submission(load(path), serialize_plan(build_cases(UNIT, rubric.SEED), UNIT), ["sinusoidal", "shaw"],
                                  Limits(sandboxed=sandboxed), server)
     finally:
         server.close()

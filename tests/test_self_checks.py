@@ -6,9 +6,11 @@ import sys
 
 import pytest
 
-from autograder import rubric
-from autograder.build import STUDENT_DIR
-from autograder.demo import MISTAKES, apply
+from autograder.units.positional_encodings import rubric
+
+from autograder.demo import apply
+from autograder.units.positional_encodings.samples import MISTAKES
+from conftest import STUDENT_DIR
 
 
 def _student_folder(tmp_path, module_text):

@@ -4,8 +4,9 @@ import ast
 import subprocess
 import sys
 
-from autograder import rubric
-from autograder.build import REFERENCE, ROOT, STUDENT_DIR, generated_files, make_stub, solution_regions
+from autograder.units.positional_encodings import rubric
+from autograder.build import ROOT, generated_files, make_stub, solution_regions
+from conftest import REFERENCE, STUDENT_DIR, UNIT
 
 
 def _signatures(source):
@@ -26,11 +27,11 @@ def test_committed_generated_files_match_a_fresh_build():
 
 def test_stubs_keep_every_signature_and_docstring_of_the_reference():
     reference = REFERENCE.read_text(encoding="utf-8")
-    assert _signatures(make_stub(reference)) == _signatures(reference)
+    assert _signatures(make_stub(reference, UNIT)) == _signatures(reference)
 
 
 def test_each_stub_raises_not_implemented_naming_its_task():
-    stub = make_stub(REFERENCE.read_text(encoding="utf-8"))
+    stub = make_stub(REFERENCE.read_text(encoding="utf-8"), UNIT)
     for task in rubric.TASK_NAMES:
         assert f'raise NotImplementedError("Task {task}: not implemented yet")' in stub
 
@@ -38,7 +39,7 @@ def test_each_stub_raises_not_implemented_naming_its_task():
 def test_no_solution_line_reaches_the_stub():
     reference = REFERENCE.read_text(encoding="utf-8")
     lines = reference.splitlines()
-    stub = make_stub(reference)
+    stub = make_stub(reference, UNIT)
     for begin, end in solution_regions(reference):
         for line in lines[begin + 1:end]:
             if len(line.strip()) > 25:  # distinctive enough not to appear by chance

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 from autograder.grade import Result
 from autograder.grade import TestResult as Row  # not "Test...": pytest would try to collect it
 from autograder.summary import (BIN_LABELS, common_conditions, common_mistakes, histogram, score_bin, summary_plot, summary_text,

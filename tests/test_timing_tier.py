@@ -7,9 +7,10 @@ These run the real tier: two child processes, timed by the grader's clock, on th
 import pytest
 import torch
 
-from autograder import rubric
+from autograder.units.positional_encodings import rubric
 from autograder.compare import loops_in
 from autograder.grade import Grader
+from conftest import UNIT
 
 SHAW_HEADER = "\n\ndef shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):\n"
 PREAMBLE = ("    if scale is None:\n        scale = 1.0 / math.sqrt(q.shape[-1])\n"
@@ -55,7 +56,7 @@ def shaw_scores(*args, **kwargs):
 
 @pytest.fixture(scope="module")
 def tier_grader():
-    grader = Grader(sandbox="auto")
+    grader = Grader(UNIT, sandbox="auto")
     yield grader
     grader.close()
 
@@ -114,7 +115,7 @@ def test_the_tier_waits_for_correctness(tier_grader, tmp_path, stub_text):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="these modes apply only where there is no GPU")
 @pytest.mark.parametrize("mode, points", [("give", 15), ("withhold", 0)])
 def test_without_a_gpu_the_rubric_can_give_or_withhold_the_tier_and_says_so(tmp_path, reference_text, mode, points):
-    grader = Grader(timing_mode=mode, sandbox="auto")
+    grader = Grader(UNIT, timing_mode=mode, sandbox="auto")
     try:
         tier = _speed(grader.grade(_write(tmp_path, "reference", reference_text)))
     finally:

@@ -24,6 +24,7 @@ import pytest
 
 from autograder.grade import Grader
 from unlisted_variants_blind import BLIND_VARIANTS
+from conftest import UNIT
 
 # name: (task, the replacement, what the feedback of the task's failed tests must say: a regex; None where
 # nothing simple can be said, counted against the 9 in 10)
@@ -334,7 +335,7 @@ ALL_VARIANTS = {**{name: (task, body, expected) for name, (task, body, expected)
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, reference_text):
     """Every variant graded once: {name: (task, expected, the task's failed tests)}."""
-    grader = Grader(sandbox="auto", timing_mode="give")  # the timing tier is not what these are about
+    grader = Grader(UNIT, sandbox="auto", timing_mode="give")  # the timing tier is not what these are about
     folder = tmp_path_factory.mktemp("unlisted")
     found = {}
     try:

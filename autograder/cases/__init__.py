@@ -1,27 +1,27 @@
-"""The hidden cases of every task, built from the rubric's seed. Instructor-only.
+"""The hidden cases of a unit's tasks, built from a seed. Instructor-only.
 
-``build_cases(seed)`` returns {task: [Case, ...]} in rubric order, each case with
-a stable id ``<test>/<n>``. Expected outputs are computed here, on the trusted
-side, from the reference in ``solutions/``; none of it is sent to a submission.
+``build_cases(unit, seed)`` returns {task: [Case, ...]} in rubric order, each case
+with a stable id ``<test>/<n>``. Expected outputs are computed here, on the trusted
+side, from the unit's reference in ``solutions/``; none of it is sent to a
+submission. Each task's cases are the module ``cases/<task>.py`` of its unit.
 """
 
-import importlib
 import random
 
 import torch
 
-from autograder import rubric
 
-
-def hints_of(task):
+def hints_of(unit, task):
     """What a task's conditions of failure usually mean: its module's ``HINTS`` (see diagnosis.condition)."""
-    return getattr(importlib.import_module(f"autograder.cases.{task}"), "HINTS", {})
+    return getattr(unit.cases_module(task), "HINTS", {})
 
 
-def build_cases(seed=rubric.SEED):
+def build_cases(unit, seed=None):
+    rubric = unit.rubric
+    seed = rubric.SEED if seed is None else seed
     by_task = {}
     for number, task in enumerate(rubric.TASK_NAMES):
-        module = importlib.import_module(f"autograder.cases.{task}")
+        module = unit.cases_module(task)
         rng = random.Random(f"{seed}:{task}")
         generator = torch.Generator().manual_seed(seed * 100 + number)
         cases = module.build(rng, generator)

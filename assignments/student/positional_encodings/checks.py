@@ -146,7 +146,6 @@ _REFUSED_BUILTINS = {
     "__import__": "imports a module by name with __import__(...)",
 }
 _REFUSED_PATHS = {  # modules, and attributes of modules, by dotted path
-    "positional_encodings": "imports positional_encodings, the notebook's own module, whose names it can replace",
     "__main__": "imports __main__",
     "importlib": "imports modules by name while running (importlib)",
     "imp": "imports modules by name while running (imp)",
@@ -205,6 +204,13 @@ _REFUSED_ATTRIBUTES = {  # whatever they are an attribute of
 _REFUSED_STORES = {"__call__", "__wrapped__", "__class__", "__defaults__", "__kwdefaults__", "__bases__", "__closure__",
                    "cell_contents", "__getattr__", "__getattribute__"}
 _REFUSED_MODULE_NAMES = {"__getattr__", "__builtins__", "__dict__", "__class__"}
+
+
+def refuse_imports_of(module_names):
+    """Refuse an import of each of ``module_names``: the names a submission's own code is known by while it runs
+    (the grader's job names it after its unit), through which it could replace its own functions unseen."""
+    for name in module_names:
+        _REFUSED_PATHS[name] = f"imports {name}, the submission's own module, whose names it can replace"
 
 
 def findings(sources, names):

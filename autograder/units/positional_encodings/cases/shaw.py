@@ -13,8 +13,8 @@ import torch
 
 from autograder.cases.common import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
                                      tensor_check)
-from autograder.cases.relative_positions import distances
-from autograder.worker import scrambled_relative_positions
+from autograder.units.positional_encodings.cases.relative_positions import distances
+from autograder.units.positional_encodings.job import scrambled_relative_positions
 from solutions import positional_encodings as ref
 
 NAME = "shaw_scores"

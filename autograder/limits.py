@@ -1,0 +1,57 @@
+"""The grader's limits, the same for every unit: what one submission, one job and one notebook may use,
+and how the timing tier measures. A unit's rubric module shows them too (units.complete copies them in)."""
+
+# Limits for one submission's child process (overridable on the command line).
+WALL_SECONDS = 40.0  # the whole submission, import included
+TASK_SECONDS = 15.0  # one task; a task that hangs is abandoned and the rest go on
+MEMORY_BYTES = 6 * 1024**3  # address space of the child
+OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
+# Limits on one job as a whole, all its processes together (a control group per job where the machine has
+# them: autograder/cgroups.py): memory (MEMORY_BYTES, files in its private folders included), processes and
+# threads, and CPUs' worth of time, so that busy threads slow only their own job.
+JOB_PROCESSES = 64
+JOB_CPUS = 1.0
+SCRATCH_BYTES = 128 * 1024**2  # each of a job's private /work, /tmp and /dev/shm
+
+# How long one notebook cell may run under `nbgrader autograde` (nbgrader's own default, 30 s, is too tight for
+# a cold torch import on a slow machine).
+NOTEBOOK_CELL_SECONDS = 120
+# The most one notebook may run in its kernel under `nbgrader autograde`, all cells together; the cells after
+# that are not run there. The grades do not come from the kernel, only the pictures and printed output of
+# the feedback do. A reference needs about 10 s here; the budget leaves room for a slow, cold machine.
+NOTEBOOK_SECONDS = 300
+
+# The timing tier (autograder/timing.py). Points by the median ratio of the student's time to the
+# reference's: up to 4x full, up to 25x half, beyond that none. A Python loop over positions gets none
+# whatever its time. Measured here at the CPU sizes below (2026-12-01, each graded twice, in two runs): the
+# reference against itself 0.8-1.5x; the other vectorized formulations of tests/submissions/alternatives
+# 0.9-2.4x (the slowest: take_along_dim with a broadcast index, which expands it); the materialised
+# (Lq, Lk, dh) path 4.9-8.4x (half the points); a (B, H, Lq, Lk, dh) tensor 49-54x (and 66 score-sized tensors
+# of memory). A path near a band's limit gets up to TIMING_REPEATS pairs (see TIMING_MIN_PAIRS), so its
+# verdict is a median of many.
+TIMING_BANDS = ((4.0, 1.0), (25.0, 0.5))
+# Sizes where the difference shows. The CPU sizes keep the whole tier to about 0.15 s per submission (L = 384:
+# at 512 it took half as long again, with the same verdicts; the materialised path was about 10x there).
+TIMING_SIZES = {
+    "cuda": {"batch": 8, "heads": 16, "length": 2048, "head_dim": 64, "dtypes": ("float32", "bfloat16")},
+    "cpu": {"batch": 1, "heads": 4, "length": 384, "head_dim": 32, "dtypes": ("float32",)},
+}
+TIMING_WARMUP = 0  # calls before the timed pairs, besides the call measured for memory (which warms up too)
+TIMING_REPEATS = 15  # interleaved student/reference pairs at most; the figure is the median ratio
+# Pairs timed before the verdict may be taken: it is taken then when every ratio so far lies on the same side
+# of every band's limit (the reference against itself, 1.0-1.3x, settles at once; a path near a limit gets
+# all the pairs). Three were too few in a container of half a CPU: the materialised path (5x there) once
+# drew three pairs under 4x and settled on full points (benchmarks/RESULTS.md, 2026-12-01); five make such
+# a run of luck far rarer, at two more pairs for a path that settles.
+TIMING_MIN_PAIRS = 5
+TIMING_CALL_SECONDS = 10.0  # one call of the student's path; slower scores 0
+# The most memory one call may need beyond its inputs, in (B, H, Lq, Lk) score-sized tensors. The
+# reference needs about 3; the (Lq, Lk, dh) relative keys about 12-13 at the CPU sizes (3 at the GPU
+# sizes); a (B, H, Lq, Lk, dh) tensor dh of them on its own (it does not fit on a GPU at all).
+TIMING_MEMORY_SCORES = 24
+# Without a GPU: "cpu" times the path on the CPU at the CPU sizes; "give" skips the tier and gives its
+# points; "withhold" skips it and gives none. The feedback says which happened, and on what device.
+TIMING_WITHOUT_GPU = "cpu"
+# Where the grader has less than a whole CPU and cannot time by CPU time (see timing.timing_clock): "give" or
+# "withhold" the tier's points, and say so. Noise of the machine is never charged to the student.
+TIMING_UNRELIABLE_CLOCK = "give"

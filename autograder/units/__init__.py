@@ -1,0 +1,225 @@
+"""Units of study, and what the grader's core knows of one: nothing by name.
+
+A unit is a folder here, ``autograder/units/<name>/``, named after the module its students write
+(``<name>.py`` or ``<name>.ipynb``, the nbgrader assignment of the same name). It holds:
+
+* ``rubric.py``: its tasks, tests, points and timed paths, in the form below (``Task``, ``Test``,
+  ``TimedPath``), ended by ``complete(globals())``;
+* ``cases/<task>.py``: the hidden cases of each task (``build(rng, generator)``, see cases/common.py);
+* ``job.py``: the code that runs beside the student's in a job, the only code of the unit that does: the
+  stand-ins for helper functions and, for the timing tier, how each timed path's inputs are drawn and how
+  the path is called (``STAND_INS``, ``timing_inputs``, ``score_path``). It imports torch and nothing of
+  the grader; its text is sent with each job, so it never has to be readable inside the sandbox;
+* optionally ``capstone.py`` and what else its lesson ships.
+
+Beside it, ``solutions/<name>.py`` is its reference and ``assignments/lessons/<name>.py`` its lesson text.
+The core (load, sandbox, worker, compare, report, batch, timing, the ways in) takes a ``Unit`` and reads all
+of this through it; a new unit adds files and edits none of the core.
+"""
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from autograder import limits
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDER = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    title: str
+    functions: tuple  # the names the student defines for this task
+
+
+@dataclass(frozen=True)
+class Test:
+    id: str
+    task: str
+    points: int
+    checks: str  # one line, shown to the student beside the result
+    # Points come from working code: a test of what a function refuses (invalid arguments) gives its points
+    # only when the function also works on valid ones, that is when the test named here passes, or fails
+    # with a known mistake that explains its whole output (charged there, once). Raising ValueError for
+    # everything is not a working function.
+    needs: str = ""
+    # On a platform that shows results by date (Gradescope's ``visibility``: "visible", "after_due_date",
+    # "after_published", "hidden"): when the student sees the test's score and what it checks, and when the
+    # feedback that quotes a hidden case (its call, expected against got). See autograder/gradescope.py.
+    visibility: str = "visible"
+    details: str = "after_due_date"
+
+
+@dataclass(frozen=True)
+class TimedPath:
+    name: str  # the path's name in the unit's job.py (``score_path`` builds it by this name)
+    test: str  # the rubric test its points go to
+    functions: tuple  # the student's functions on the path, checked for loops over positions
+    requires: tuple  # tasks whose correctness tests must all pass first
+    # (helper task, helper function, the grader's stand-in for it): a helper that is wrong has cost its own
+    # task's points already, so the path is timed then with the stand-in in its place (vectorized index
+    # arithmetic of the same cost as the helper), in both jobs; the helper's loop check still applies.
+    helpers: tuple = ()
+    settings: tuple = ()  # (name, value) pairs passed to the job's score_path and timing_inputs in the spec
+    describe: str = ""  # the call timed, as the feedback names it
+
+
+TIMING = Task("timing", "Speed of the score path (timing tier)", ())
+VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")  # from most to least shown
+
+
+def complete(namespace):
+    """Finish a unit's rubric module: the core's limits where it sets none, the tables derived from its
+    tasks and tests, and the checks that its tests are well formed. Call it last, with ``globals()``."""
+    for name in dir(limits):
+        if name.isupper():
+            namespace.setdefault(name, getattr(limits, name))
+    namespace.setdefault("TIMED_PATHS", ())
+    namespace.setdefault("TIMING", TIMING)
+    tasks, tests = namespace["TASKS"], namespace["TESTS"]
+    namespace["TASK_NAMES"] = tuple(task.name for task in tasks)  # the correctness tasks, each with its cases
+    namespace["TASK_BY_NAME"] = {task.name: task for task in tasks + (namespace["TIMING"],)}
+    namespace["TEST_BY_ID"] = by_id = {test.id: test for test in tests}
+    namespace["TASK_OF_FUNCTION"] = {function: task.name for task in tasks for function in task.functions}
+    namespace["MAX_SCORE"] = sum(test.points for test in tests)
+    namespace["VISIBILITIES"] = VISIBILITIES
+    namespace["tests_of"] = lambda task_name: tuple(test for test in tests if test.task == task_name)
+    namespace["task_points"] = lambda task_name: sum(test.points for test in tests if test.task == task_name)
+    for test in tests:
+        assert test.task in namespace["TASK_BY_NAME"], test.id
+        assert test.visibility in VISIBILITIES and test.details in VISIBILITIES, test.id
+        # the details never show before the score does
+        assert VISIBILITIES.index(test.details) >= VISIBILITIES.index(test.visibility), test.id
+        # a test's ``needs`` is scored before it, in its own task
+        assert not test.needs or (by_id[test.needs].task == test.task
+                                  and tests.index(by_id[test.needs]) < tests.index(test)), test.id
+    for path in namespace["TIMED_PATHS"]:
+        assert path.test in by_id and by_id[path.test].task == namespace["TIMING"].name, path.name
+
+
+class Unit:
+    """One unit of study, as the core sees it (see the module's docstring)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.package = f"autograder.units.{name}"
+        self.folder = FOLDER / name
+        self.rubric = importlib.import_module(f"{self.package}.rubric")
+
+    def __repr__(self):
+        return f"Unit({self.name!r})"
+
+    @property
+    def title(self):
+        return self.rubric.TITLE
+
+    @property
+    def module_name(self):
+        """The module the students write, and the name the job gives their code."""
+        return self.name
+
+    @property
+    def file_names(self):
+        return (f"{self.name}.py", f"{self.name}.ipynb")
+
+    @property
+    def reference_path(self):
+        return ROOT / "solutions" / f"{self.name}.py"
+
+    @cached_property
+    def reference(self):
+        return importlib.import_module(f"solutions.{self.name}")
+
+    @property
+    def job_path(self):
+        return self.folder / "job.py"
+
+    @cached_property
+    def job_source(self):
+        return self.job_path.read_text(encoding="utf-8")
+
+    @cached_property
+    def job(self):
+        """The unit's job code as a module of the grader's (its stand-ins compute expected outputs)."""
+        return importlib.import_module(f"{self.package}.job")
+
+    def cases_module(self, task):
+        return importlib.import_module(f"{self.package}.cases.{task}")
+
+    @property
+    def lesson_path(self):
+        return ROOT / "assignments" / "lessons" / f"{self.name}.py"
+
+    @property
+    def extra_files(self):
+        """Kit files shipped to students beside checks.py (no answer in them): {name in the release: path}."""
+        return {name: self.folder / name for name in getattr(self.rubric, "SHIPPED", ())}
+
+
+def names():
+    """Every unit's name, in the order of ``ORDER`` in its rubric (then by name)."""
+    found = [module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.ispkg]
+    ordered = tuple(sorted(found, key=lambda name: (get(name).rubric.ORDER, name)))
+    ids = [test.id for name in ordered for test in get(name).rubric.TESTS]
+    assert len(ids) == len(set(ids)), "two units have a test of the same name: nbgrader's grade ids must differ"
+    return ordered
+
+
+_LOADED = {}
+
+
+def get(name):
+    """The unit called ``name``; KeyError with the units there are where there is none."""
+    if name not in _LOADED:
+        if not (FOLDER / name / "rubric.py").is_file() or not name.isidentifier():
+            known = [module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.ispkg]
+            raise KeyError(f"no unit called {name!r}; the units are {', '.join(sorted(known))}")
+        _LOADED[name] = Unit(name)
+    return _LOADED[name]
+
+
+def all_units():
+    return tuple(get(name) for name in names())
+
+
+def of_file_name(file_name):
+    """The unit whose students write a file of this name (``rotary_alibi.ipynb``), or None."""
+    stem, _, suffix = str(file_name).rpartition(".")
+    if suffix in ("py", "ipynb") and stem in names():
+        return get(stem)
+    return None
+
+
+def module_names():
+    """The module names of every unit (a student's code may import none of them: see loop_check)."""
+    return tuple(unit.module_name for unit in all_units())
+
+
+def rubric_of(results):
+    """The rubric of the unit that ``results`` were graded as (a class is graded as one unit).
+
+    Where none of them says (an empty class), the only unit there is, or the first."""
+    found = {getattr(result, "unit", "") for result in results} - {""}
+    if len(found) > 1:
+        raise ValueError(f"results of several units together: {', '.join(sorted(found))}; report each apart")
+    return get(found.pop()).rubric if found else all_units()[0].rubric
+
+
+def of_test(test_id):
+    """The unit whose rubric has the test ``test_id`` (ids are unique across units); KeyError if none has."""
+    for unit in all_units():
+        if test_id in unit.rubric.TEST_BY_ID:
+            return unit
+    raise KeyError(f"no unit has a test called {test_id!r}")
+
+
+def test_named(test_id):
+    """The rubric Test called ``test_id``, of whichever unit has it, or None."""
+    try:
+        return of_test(test_id).rubric.TEST_BY_ID[test_id]
+    except KeyError:
+        return None

@@ -1,0 +1,55 @@
+"""The first unit's code that runs in a job, beside the student's: stand-ins and the timed score paths.
+
+It imports torch and nothing of the grader. The worker runs it in a module of its own before the
+student's code; the grader imports the same file to compute what a task should make of a stand-in.
+"""
+
+import torch
+
+
+# Stand-ins for a helper task, so that a task that calls another is graded on its own: the stand-in returns
+# valid but scrambled indices (no reference values), and the grader knows what the task should make of them.
+
+def scrambled_relative_positions(length_q, length_k, max_relative_position, *, device=None, key=(3, 5, 1)):
+    """Stand-in for clipped_relative_positions: (Lq, Lk) int64 in [0, 2k], not the real table."""
+    a, b, c = key
+    query = torch.arange(length_q, device=device)[:, None]
+    keys = torch.arange(length_k, device=device)[None, :]
+    return (keys * a + query * b + c) % (2 * max_relative_position + 1)
+
+
+def scrambled_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128, *, key=(7, 3, 1)):
+    """Stand-in for t5_relative_position_bucket: int64 in [0, num_buckets), depending on every argument.
+
+    max_distance goes in through a hash, not as it is: max_distance itself would count only modulo
+    num_buckets (64 and 128 are alike modulo 16), and a t5_bias that does not pass it on would go unseen.
+    """
+    a, b, c = key
+    mixed = int(max_distance) * 2654435761 % 4294967291  # Knuth's multiplier, modulo a prime
+    return (relative_position.long() * a + b * int(bool(bidirectional)) + c * mixed) % num_buckets
+
+
+STAND_INS = {"scrambled_relative_positions": scrambled_relative_positions, "scrambled_buckets": scrambled_buckets}
+
+
+def timing_inputs(spec, generator):
+    """The inputs of a timed path, drawn from ``generator`` (seeded by the grader), in fresh storage."""
+    batch, heads, length, head_dim = spec["batch"], spec["heads"], spec["length"], spec["head_dim"]
+    device, dtype = spec["device"], getattr(torch, spec["dtype"])
+    q = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
+    k = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
+    if spec["path"] == "shaw":
+        rel_k = torch.randn(2 * spec["max_relative"] + 1, head_dim, generator=generator).to(device=device, dtype=dtype)
+        return q, k, rel_k
+    table = torch.randn(spec["num_buckets"], heads, generator=generator).to(device=device, dtype=dtype)
+    return q, k, table
+
+
+def score_path(namespace, spec):
+    """A function of the inputs that runs the spec's path once, as the code of ``namespace`` wrote it."""
+    length = spec["length"]
+    if spec["path"] == "shaw":
+        shaw_scores, max_relative = namespace["shaw_scores"], spec["max_relative"]
+        return lambda q, k, rel_k: shaw_scores(q, k, rel_k, max_relative)
+    t5_bias, biased_scores = namespace["t5_bias"], namespace["biased_scores"]
+    return lambda q, k, table: biased_scores(q, k, t5_bias(length, length, table), scale=1.0)
