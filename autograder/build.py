@@ -118,7 +118,8 @@ def generated_files():
             GENERATED.format(source=unit.reference_path.relative_to(ROOT)) + make_stub(reference, unit))
         files[str(student / "notebook_loader.py")] = loader
         files.update({str(student / name): text for name, text in shipped.items()})
-        files.update(course_files(unit, reference, shipped))
+        if unit.lesson_path.is_file():  # a unit becomes an nbgrader assignment once its lesson is written
+            files.update(course_files(unit, reference, shipped))
     return files
 
 

@@ -306,7 +306,8 @@ def _expected(unit):
 
 def unit_of_upload(submission, unit=None):
     """The unit to grade ``submission`` (a folder) as: ``unit`` where the bundle names one, else the unit whose
-    module name one uploaded file has (``rotary_alibi.ipynb``), else the only unit there is; or None."""
+    module name one uploaded file has (``rotary_alibi.ipynb``), else the one whose functions the upload defines,
+    else the course's first unit (an empty upload is then graded 0 out of that unit's points)."""
     if unit is not None:
         return units.get(unit) if isinstance(unit, str) else unit
     from autograder.load import regular_files
@@ -317,8 +318,13 @@ def unit_of_upload(submission, unit=None):
         named = set()
     if len(named) == 1:
         return named.pop()
-    everything = units.all_units()
-    return everything[0] if len(everything) == 1 else None
+    from autograder.__main__ import unit_of_definitions
+
+    try:  # files of other names: the unit whose functions they define; else the course's first unit
+        guessed = unit_of_definitions([submission])
+    except Exception:
+        guessed = None
+    return guessed or units.all_units()[0]
 
 
 def _find_file(submission, unit=None):
@@ -402,8 +408,10 @@ def without_the_case(feedback, rubric_test, when):
 def to_results(result, graded_file=None, sandboxed=True, warning=""):
     """Gradescope's results.json for ``result``: visibility on each test, and an output that guides the student."""
     results = result.to_gradescope()
-    if result.unit:
-        rubric = units.get(result.unit).rubric
+    named = result.unit or next((unit.name for test in result.tests[:1] for unit in units.all_units()
+                                 if test.id in unit.rubric.TEST_BY_ID), "")
+    if named:
+        rubric = units.get(named).rubric
         results["tests"] = _with_visibility(results["tests"], rubric)
         _number_tests(results["tests"], rubric)
     lines = []
@@ -516,9 +524,15 @@ def _grade(root):
     return to_results(result, shown, sandboxed=sandboxed, warning=warning)
 
 
-def _crashed():
-    """results.json for a fault of the grader's own; the stdout that holds its traceback is not shown to students."""
-    results = to_results(_not_graded(f"The grader failed while grading your submission. {_TELL_INSTRUCTOR}"))
+def _crashed(root=None):
+    """results.json for a fault of the grader's own; the stdout that holds its traceback is not shown to students.
+    Its tests are those of the upload's unit, at 0, where the unit can still be told."""
+    try:
+        unit = unit_of_upload(Path(root) / "submission", os.environ.get(UNIT_VARIABLE) or None) if root else None
+    except Exception:
+        unit = None
+    results = to_results(_not_graded(f"The grader failed while grading your submission. {_TELL_INSTRUCTOR}",
+                                     unit=unit))
     results["stdout_visibility"] = "hidden"
     return results
 
@@ -533,7 +547,7 @@ def run(root=None):
         json.dumps(results, allow_nan=False)  # a NaN score would make the file unreadable: the grader's fault
     except Exception:
         traceback.print_exc(file=sys.stdout)  # for the instructor's log (hidden from students: see _crashed)
-        results = _crashed()
+        results = _crashed(root)
     results["execution_time"] = round(time.monotonic() - started)
     return write_results(root, results)
 

@@ -201,7 +201,9 @@ class TrustedGrades(_Preprocessor):
         from autograder.sandbox import Limits
 
         # The assignment being graded is the unit (each unit is an assignment of the same name).
-        unit = units.get((resources.get("nbgrader") or {}).get("assignment") or "")
+        graded = resources.get("nbgrader") or {}
+        named = [name for name in (graded.get("assignment"), graded.get("notebook")) if name in units.names()]
+        unit = units.get(named[0]) if named else units.all_units()[0]
         if unit.name not in TrustedGrades._graders:
             from autograder import seeds
 

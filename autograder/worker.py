@@ -165,7 +165,7 @@ def _changed(values, copies):
     return changed
 
 
-def _call(namespace, call, chunks):
+def _call(namespace, call, chunks, unit=None):
     function = namespace.get(call["name"])
     if function is None:
         return {"missing": call["name"]}
@@ -173,8 +173,19 @@ def _call(namespace, call, chunks):
     kwargs = _decode_argument(call.get("kwargs", {}))
     copies = _copies(args)
     try:
-        outcome = {"value": _encode(function(*args, **kwargs))}
+        value = function(*args, **kwargs)
     except BaseException as error:  # SystemExit and KeyboardInterrupt included
+        return _error(error, chunks)
+    if call.get("view") and unit is not None:
+        # The unit's view of what came back as one tensor (a (cos, sin) pair stacked, say); a value it cannot
+        # view is sent as it is, and the grader says what it was.
+        try:
+            value = unit.VIEWS[call["view"]](value)
+        except BaseException:
+            pass
+    try:
+        outcome = {"value": _encode(value)}
+    except BaseException as error:
         return _error(error, chunks)
     changed = _changed(args, copies)
     if changed:  # the grader's side says so: a function must leave the caller's tensors as they were
@@ -225,16 +236,19 @@ def run_probe(namespace, probe, chunks, unit=None):
     torch.manual_seed(probe.get("seed", 0))
     if probe["op"] == "module":
         return _run_module_probe(namespace, probe, chunks)
-    substitute = probe.get("substitute")
-    if not substitute or substitute["name"] not in namespace:
-        return _call(namespace, probe, chunks)
-    original = namespace[substitute["name"]]
-    stand_in, key = unit.STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
-    namespace[substitute["name"]] = lambda *args, **kwargs: stand_in(*args, **kwargs, key=key)
+    substitutes = probe.get("substitute") or []
+    substitutes = [substitutes] if isinstance(substitutes, dict) else substitutes  # one, or several at once
+    swapped = {}
+    for substitute in substitutes:
+        if substitute["name"] in namespace:
+            stand_in, key = unit.STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
+            swapped[substitute["name"]] = namespace[substitute["name"]]
+            namespace[substitute["name"]] = (lambda stand_in, key: lambda *args, **kwargs:
+                                             stand_in(*args, **kwargs, key=key))(stand_in, key)
     try:
-        return _call(namespace, probe, chunks)
+        return _call(namespace, probe, chunks, unit)
     finally:
-        namespace[substitute["name"]] = original
+        namespace.update(swapped)
 
 
 def _unit_code(submission):

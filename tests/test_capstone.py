@@ -78,11 +78,11 @@ def test_a_run_that_trains_nothing_still_gives_a_table():
 
 def test_the_capstone_holds_no_answer():
     """It ships to students: it may call the assignment's functions, never define one."""
-    tree = ast.parse((ROOT / "autograder" / "capstone.py").read_text())
+    tree = ast.parse((ROOT / "autograder" / "units" / "positional_encodings" / "capstone.py").read_text())
     defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     answers = {function for task in rubric.TASKS for function in task.functions}
     assert not defined & answers
-    assert "solutions" not in (ROOT / "assignments" / "student" / "capstone.py").read_text().split("def main")[0]
+    assert "solutions" not in (ROOT / "assignments" / "student" / "positional_encodings" / "capstone.py").read_text().split("def main")[0]
 
 
 def test_the_command_prints_the_comparison():

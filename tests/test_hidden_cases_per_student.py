@@ -263,15 +263,15 @@ def test_nbgrader_s_trusted_grades_draw_each_student_s_cases_from_the_course_sec
             return result
 
     monkeypatch.setattr("autograder.grade.Grader", Recording)
-    monkeypatch.setattr(nbgrader_bridge.TrustedGrades, "_grader", None)
+    monkeypatch.setattr(nbgrader_bridge.TrustedGrades, "_graders", {})
     notebook = nbformat.read(ROOT / "assignments" / "source" / "positional_encodings" / "positional_encodings.ipynb",
                              as_version=4)
     step = nbgrader_bridge.TrustedGrades(course_secret_file=str(secret_file))
     try:
-        step.preprocess(notebook, {"nbgrader": {"student": "fatima", "notebook": "positional_encodings"}})
+        step.preprocess(notebook, {"nbgrader": {"student": "fatima", "assignment": "positional_encodings",
+                                                "notebook": "positional_encodings"}})
     finally:
-        if nbgrader_bridge.TrustedGrades._grader is not None:
-            nbgrader_bridge.TrustedGrades._grader.close()
-        nbgrader_bridge.TrustedGrades._grader = None
+        for grader in nbgrader_bridge.TrustedGrades._graders.values():
+            grader.close()
     key = seeds.read_secret_file(secret_file)
     assert seen == [("nbgrader:fatima", seeds.student_seed(key, "nbgrader:fatima"))]

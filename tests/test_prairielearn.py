@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from autograder import gradescope, prairielearn
+from autograder import gradescope, prairielearn, units
 from autograder.units.positional_encodings import rubric
 from autograder.sandbox import bubblewrap
 from conftest import notebook
@@ -35,12 +35,18 @@ def test_the_bundle_holds_an_image_with_nothing_secret_the_kit_for_server_files_
     entry = bundle / KIT / "run_prairielearn"
     assert entry.stat().st_mode & stat.S_IXUSR
     assert subprocess.run(["bash", "-n", str(entry)]).returncode == 0
-    info = json.loads((bundle / "question" / "info.json").read_text())
-    options = info["externalGradingOptions"]
-    assert options["image"] == "someone/grader" and options["enabled"] is True
-    assert options["entrypoint"] == f"/grade/{KIT}/run_prairielearn"
-    assert options["serverFilesCourse"] == [f"{prairielearn.KIT_FOLDER}/"]
-    assert info["gradingMethod"] == "External"
+    uuids = set()
+    for unit in units.all_units():  # a question per unit, each asking for its own file names
+        info = json.loads((bundle / "questions" / unit.name / "info.json").read_text())
+        options = info["externalGradingOptions"]
+        assert options["image"] == "someone/grader" and options["enabled"] is True
+        assert options["entrypoint"] == f"/grade/{KIT}/run_prairielearn"
+        assert options["serverFilesCourse"] == [f"{prairielearn.KIT_FOLDER}/"]
+        assert info["gradingMethod"] == "External"
+        assert f'file-names="{unit.name}.ipynb, {unit.name}.py"' in (bundle / "questions" / unit.name /
+                                                                       "question.html").read_text()
+        uuids.add(info["uuid"])
+    assert len(uuids) == len(units.names())
 
 
 def grade_tree(bundle, root, student_files, **env):

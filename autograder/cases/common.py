@@ -71,11 +71,14 @@ def call_label(name, args=(), kwargs=None):
     return f"{name}({', '.join(parts)})"
 
 
-def call_probe(name, args=(), kwargs=None, substitute=None):
-    """A call of the student's ``name``; ``substitute`` swaps one of their helpers for a stand-in meanwhile."""
+def call_probe(name, args=(), kwargs=None, substitute=None, view=None):
+    """A call of the student's ``name``; ``substitute`` swaps one of their helpers for a stand-in meanwhile;
+    ``view`` names the function of the unit's job code (its ``VIEWS``) that makes the returned value one tensor."""
     probe = {"op": "call", "name": name, "args": list(args), "kwargs": dict(kwargs or {})}
     if substitute:
         probe["substitute"] = substitute
+    if view:
+        probe["view"] = view
     return probe
 
 

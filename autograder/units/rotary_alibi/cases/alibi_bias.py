@@ -1,0 +1,107 @@
+"""Hidden cases for ``alibi_bias``.
+
+The slopes come with the call (the grader's, not the student's alibi_slopes), so a wrong alibi_slopes costs
+only its own task. Tolerance: float32's rounding of slope * distance, however it is formed (s * j - s * i rounds twice): a
+few ulps of the largest term, 2.5e-7 * max(Lq, Lk) * max slope, and rtol 1e-6.
+
+The rubric's decision on BLOOM's form (``slope_h * j``, the key's own position): it differs from the
+contract's ``-slope_h * (i - j)`` by ``slope_h * i``, the same for every key of row i, so under the causal
+mask the softmax is the same. A causal bias in that form earns the points, with a note saying why it is
+equivalent and what the contract asks for; without the mask (causal=False) it is not equivalent, and fails.
+"""
+
+import torch
+
+from autograder.cases.common import Case, Mistake, Verdict, call_label, call_probe, lengths, size_one, tensor_check
+from solutions import rotary_alibi as ref
+
+NAME = "alibi_bias"
+
+HINTS = {
+    ("lengths", "Lq != Lk"): "square cases work and the others do not: the query axis has length_q entries, the "
+                             "key axis length_k",
+    ("dtype", "dtype float64"): "take the dtype from the slopes",
+    ("causal", "causal=False"): "the causal bias is right and the bidirectional one is not: without the mask both "
+                                "directions cost, -slope * |i - j|",
+}
+
+BLOOM_NOTE = ("Accepted: the bias is slope_h * j (BLOOM's form, the key's own position). It differs from the "
+              "contract's -slope_h * (i - j) by slope_h * i, the same number for every key of row i, and a softmax "
+              "does not change when a row is shifted by a constant, so under the causal mask the attention is the "
+              "same. The contract asks for -slope_h * (i - j): a zero diagonal, every entry 0 or negative, the "
+              "same numbers whatever Lk is.")
+
+
+def _distance(length_q, length_k):
+    return (torch.arange(length_q)[:, None] - torch.arange(length_k)[None, :]).to(torch.float64)  # (Lq, Lk): i - j
+
+
+def _bias(slopes, values):
+    return (slopes.to(torch.float64)[:, None, None] * values).unsqueeze(0).to(slopes.dtype)  # (1, H, Lq, Lk)
+
+
+def _mistakes(length_q, length_k, slopes, causal):
+    d = _distance(length_q, length_k)
+    right = -d.clamp(min=0) if causal else -d.abs()
+    found = [
+        Mistake("the sign is reversed: the bias is a penalty, -slope_h * (i - j), so far keys get less attention.",
+                lambda: _bias(slopes, -right)),
+        Mistake("the distance is taken the other way (j - i): the key at j lies i - j positions before query i.",
+                lambda: _bias(slopes, -(-d).clamp(min=0) if causal else right.flip(-1))),
+    ]
+    if causal:
+        found += [
+            Mistake("|i - j| is used where causal=True: keys after the query get 0 (the caller's mask removes "
+                    "them), not a penalty.", lambda: _bias(slopes, -d.abs())),
+            Mistake("the future keys get -inf: the bias carries no mask (they are 0), the caller's causal mask "
+                    "removes them.", lambda: _bias(slopes, right.masked_fill(d < 0, float("-inf")))),
+        ]
+    else:
+        found.append(Mistake("the causal form is used where causal=False asks for -slope_h * |i - j| in both "
+                             "directions.", lambda: _bias(slopes, -d.clamp(min=0))))
+    return found
+
+
+def _case(test, length_q, length_k, slopes, causal=True, scored=True):
+    kwargs = {} if causal else {"causal": False}
+    label = call_label(NAME, [length_q, length_k, slopes], kwargs)
+    expected = ref.alibi_bias(length_q, length_k, slopes, causal=causal)
+    # slope * (i - j) in float32, however it is formed (s * j - s * i, say): within a few ulps of the largest term
+    atol = 1e-7 + 2.5e-7 * max(length_q, length_k, 1) * float(slopes.abs().max()) if len(slopes) else 1e-7
+    strict = tensor_check(label, expected, atol=atol, rtol=1e-6, mistakes=_mistakes(length_q, length_k, slopes, causal),
+                          axes=("batch", "head", "query", "key"))
+    bloom = tensor_check(label, _bias(slopes, torch.arange(length_k, dtype=torch.float64).expand(length_q, -1)),
+                         atol=atol, rtol=1e-6) if causal else None
+
+    def check(outcome):
+        verdict = strict(outcome)
+        if verdict.passed or bloom is None:
+            return verdict
+        return Verdict(True, BLOOM_NOTE) if bloom(outcome).passed else verdict
+
+    features = {"lengths": lengths(length_q, length_k), "size 1": size_one(len(slopes), length_q, length_k),
+                "causal": f"causal={causal}", "dtype": f"dtype {str(slopes.dtype).replace('torch.', '')}"}
+    return Case(test, label, call_probe(NAME, [length_q, length_k, slopes], kwargs), check, features=features,
+                sizes={"Lq": length_q, "Lk": length_k, "H": len(slopes)}, scored=scored)
+
+
+def build(rng, generator):
+    def slopes(heads, dtype=torch.float32):
+        return ref.alibi_slopes(heads).to(dtype)
+
+    n = rng.randint(5, 40)
+    return [
+        _case("alibi_bias_causal", 4, 4, torch.tensor([0.5])),
+        _case("alibi_bias_causal", n, n, slopes(8)),
+        _case("alibi_bias_causal", rng.randint(2, 30), rng.randint(2, 30), slopes(rng.choice([4, 12]))),
+        _case("alibi_bias_bidirectional", 5, 5, torch.tensor([0.25, 0.5]), causal=False),
+        _case("alibi_bias_bidirectional", rng.randint(2, 30), rng.randint(2, 30), slopes(6), causal=False),
+        _case("alibi_bias_bidirectional", n, n, slopes(16), causal=False),
+        _case("alibi_bias_layout", 3, 11, slopes(4)),
+        _case("alibi_bias_layout", 9, 2, slopes(1), causal=False),
+        _case("alibi_bias_layout", 7, 7, slopes(8, torch.float64)),
+        # Probes, worth nothing.
+        _case("alibi_bias_causal", 6, 6, slopes(2), scored=False),
+        _case("alibi_bias_bidirectional", 6, 6, slopes(2), causal=False, scored=False),
+        _case("alibi_bias_layout", 4, 6, slopes(2), scored=False),
+    ]

@@ -1,0 +1,61 @@
+"""Hidden cases for ``alibi_slopes``: bit for bit, float32, as the models that use ALiBi compute them.
+
+Tolerance: none beyond float32's last bit (rtol 1e-6): the slopes are exact powers of two for most head
+counts, and a checkpoint trained with BLOOM's slopes expects exactly those numbers.
+"""
+
+import torch
+
+from autograder.cases.common import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from solutions import rotary_alibi as ref
+
+NAME = "alibi_slopes"
+
+HINTS = {
+    ("heads", "n not a power of two"): "powers of two work and other head counts do not: take the slopes of the "
+                                       "largest power of two below n, then every other slope of twice that power",
+}
+
+
+def _geometric(count, first_exponent, step_exponent=None):
+    step = first_exponent if step_exponent is None else step_exponent
+    return torch.tensor([2.0 ** (first_exponent + step * h) for h in range(count)], dtype=torch.float64)
+
+
+def _mistakes(num_heads):
+    closest = 1 << (num_heads.bit_length() - 1)
+    above = 2 * closest
+    return [
+        Mistake("the power-of-two formula 2^(-8h/n) is used for every n; for other head counts the paper takes the "
+                "slopes of the largest power of two below n, then every other slope of twice that power.",
+                lambda: _geometric(num_heads, -8.0 / num_heads).float()),
+        Mistake("the slopes of the next power of two, cut to n; the paper takes the slopes of the largest power of "
+                "two below n, then every other slope of twice that power.",
+                lambda: _geometric(above, -8.0 / above)[:num_heads].float()),
+        Mistake("the powers start at 0 (a first slope of 1): slope h = 2^(-8(h+1)/n) for h = 0 .. n-1.",
+                lambda: _geometric(num_heads, 0.0, -8.0 / closest).float() if num_heads == closest else
+                torch.cat((_geometric(closest, 0.0, -8.0 / closest),
+                           _geometric(2 * closest, 0.0, -8.0 / (2 * closest))[1::2][:num_heads - closest])).float()),
+    ]
+
+
+def _case(test, num_heads, scored=True):
+    label = call_label(NAME, [num_heads])
+    expected = ref.alibi_slopes(num_heads)
+    check = tensor_check(label, expected, atol=0.0, rtol=1e-6, mistakes=_mistakes(num_heads), axes=("head",))
+    power = num_heads & (num_heads - 1) == 0
+    return Case(test, label, call_probe(NAME, [num_heads]), check, scored=scored,
+                features={"heads": "n a power of two" if power else "n not a power of two"},
+                sizes={"num_heads": num_heads})
+
+
+def build(rng, generator):
+    cases = [_case("alibi_slopes_power_of_two", n) for n in (1, 2, 4, 8, 16, 32, 64)]
+    others = sorted({3, 6, 12, rng.choice([5, 7, 10, 20]), rng.choice([24, 40, 48, 96])})
+    cases += [_case("alibi_slopes_other_counts", n) for n in others]
+    cases += [_case("alibi_slopes_other_counts", n, scored=False) for n in (9, 14)]
+    for num_heads in (0, -3):
+        label = call_label(NAME, [num_heads])
+        cases.append(Case("alibi_slopes_invalid_args", label, call_probe(NAME, [num_heads]),
+                          raises_check(label, "ValueError", " (a model has one head or more)")))
+    return cases

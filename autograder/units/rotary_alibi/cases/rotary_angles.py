@@ -1,0 +1,92 @@
+"""Hidden cases for ``rotary_angles``.
+
+Tolerance: the reference computes the angles t * theta_i in float64 and rounds once. A float32 formulation
+carries float32's relative error in the angle itself, about 6e-8 * t radians, so the tolerance grows with
+the position: 1e-5 + 2e-7 * |t| (at t = 10^5 that is 0.02, still far below what any mistake changes).
+"""
+
+import torch
+
+from autograder.cases.common import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
+from solutions import rotary_alibi as ref
+
+NAME = "rotary_angles"
+
+HINTS = {
+    ("dtype", "dtype float64"): "look at where cos and sin take their dtype: the dtype argument asks for it",
+    ("base", "base passed"): "the base argument seems not to be used",
+    ("positions", "float positions"): "integer positions work, fractional ones (from scaled_positions) do not: "
+                                      "convert the positions to a float dtype before multiplying",
+}
+ADVICE = (
+    (r"from position \d{3,} on", "An error that appears only at large positions is one of precision: compute "
+                                 "t * theta_i in float32 at least, better float64, before cos and sin."),
+)
+
+
+def _angles(positions, head_dim, base, exponent_of, first=0.0):
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    return (positions.to(torch.float64)[..., None] + first) * base ** exponent_of(i, head_dim)
+
+
+def _stacked(angle, dtype, swap=False):
+    cos, sin = angle.cos().to(dtype), angle.sin().to(dtype)
+    return torch.stack((sin, cos) if swap else (cos, sin))
+
+
+def _mistakes(positions, head_dim, base, dtype):
+    right = lambda i, d: -2 * i / d  # noqa: E731
+    return [
+        Mistake("cos and sin are swapped: the function returns (cos, sin), in that order.",
+                lambda: _stacked(_angles(positions, head_dim, base, right), dtype, swap=True)),
+        Mistake("the exponent uses i/dh where pair i needs 2i/dh: theta_i = base ** (-2i / head_dim).",
+                lambda: _stacked(_angles(positions, head_dim, base, lambda i, d: -i / d), dtype)),
+        Mistake("the frequencies grow instead of shrink: theta_i = base ** (-2i / head_dim), with the minus sign.",
+                lambda: _stacked(_angles(positions, head_dim, base, lambda i, d: 2 * i / d), dtype)),
+        Mistake("the positions are shifted by one: position t turns by t * theta_i, and position 0 not at all.",
+                lambda: _stacked(_angles(positions, head_dim, base, right, first=1.0), dtype)),
+    ]
+
+
+def _case(test, positions, head_dim, base=None, dtype=None, scored=True):
+    args = [positions, head_dim] + ([base] if base is not None else [])
+    kwargs = {} if dtype is None else {"dtype": dtype_arg(dtype)}
+    label = call_label(NAME, args, kwargs)
+    used_base, used_dtype = 10000.0 if base is None else base, dtype or torch.float32
+    cos, sin = ref.rotary_angles(positions, head_dim, used_base, dtype=used_dtype)
+    expected = torch.stack((cos, sin))  # (2, ..., dh/2): the pair as the grader reads it
+    atol = (1e-5 + 2e-7 * positions.to(torch.float64).abs())[..., None] if positions.numel() else 1e-5
+    check = tensor_check(label + " as (cos, sin), stacked", expected, atol=atol, rtol=0.0,
+                         mistakes=_mistakes(positions, head_dim, used_base, used_dtype),
+                         axes=("cos/sin",) + ("position",) * positions.dim() + ("pair",), advice=ADVICE)
+    features = {} if positions.numel() <= 1 else {
+        "dtype": f"dtype {str(used_dtype).replace('torch.', '')}",
+        "base": "base passed" if base is not None and base != 10000.0 else "the default base",
+        "positions": "float positions" if positions.is_floating_point() else "integer positions"}
+    return Case(test, label, call_probe(NAME, args, kwargs, view="pair"), check, features=features,
+                sizes={"head_dim": head_dim, "head_dim // 2": head_dim // 2}, scored=scored)
+
+
+def build(rng, generator):
+    far = torch.randint(0, 100_000, (40,), generator=generator)
+    grid = torch.randint(0, 300, (3, 7), generator=generator)
+    cases = [
+        _case("rotary_angles_values", torch.arange(16), 8),
+        _case("rotary_angles_values", torch.arange(rng.randint(30, 200)), 2 * rng.randint(4, 64)),
+        _case("rotary_angles_values", far, 64),
+        _case("rotary_angles_values", grid, 2 * rng.randint(2, 16), base=float(rng.choice([500.0, 50000.0]))),
+        _case("rotary_angles_values", torch.arange(rng.randint(5, 40)), 2 * rng.randint(1, 8), dtype=torch.float64),
+        _case("rotary_angles_edge_cases", torch.arange(0, 10, dtype=torch.float64) / 4, 6, dtype=torch.float64),
+        _case("rotary_angles_edge_cases", torch.arange(0), 8),
+        _case("rotary_angles_edge_cases", torch.tensor(7), 2),
+        # Probes, worth nothing: small tables, both dtypes, integer and float positions.
+        _case("rotary_angles_values", torch.arange(6), 4, scored=False),
+        _case("rotary_angles_values", torch.arange(9).float() / 2, 6, scored=False),
+        _case("rotary_angles_values", torch.arange(5), 8, dtype=torch.float64, scored=False),
+    ]
+    for head_dim, why in [(7, " (head_dim is odd: RoPE turns coordinates in pairs)"),
+                          (0, " (head_dim must be positive)"), (-4, " (head_dim must be positive)")]:
+        label = call_label(NAME, [torch.arange(4), head_dim])
+        cases.append(Case("rotary_angles_invalid_args", label, call_probe(NAME, [torch.arange(4), head_dim]),
+                          raises_check(label, "ValueError", why)))
+    return cases

@@ -1,0 +1,47 @@
+"""Hidden cases for ``scaled_positions``. Tolerance: float32's rounding of t / factor (rtol 1e-6)."""
+
+import math
+
+import torch
+
+from autograder.cases.common import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from solutions import rotary_alibi as ref
+
+NAME = "scaled_positions"
+
+HINTS = {("dtype", "dtype float64"): "float64 positions stay float64: a long context needs their precision"}
+
+
+def _case(test, positions, factor, scored=True):
+    kwargs = {"factor": factor}
+    label = call_label(NAME, [positions], kwargs)
+    expected = ref.scaled_positions(positions, factor=factor)
+    out = torch.float64 if positions.dtype == torch.float64 else torch.float32
+    wide = positions.to(torch.float64)
+    mistakes = [
+        Mistake("the positions are multiplied by the factor; interpolation divides them, to squeeze a longer "
+                "context into the trained range.", lambda: (wide * factor).to(out)),
+        Mistake("an integer division (//): interpolation needs the fractional positions in between.",
+                lambda: torch.div(wide, factor, rounding_mode="floor").to(out)),
+    ]
+    check = tensor_check(label, expected, atol=0.0, rtol=1e-6, mistakes=mistakes,
+                         axes=("position",) * max(positions.dim(), 1))
+    return Case(test, label, call_probe(NAME, [positions], kwargs), check, scored=scored,
+                features={"dtype": f"dtype {str(out).replace('torch.', '')}"})
+
+
+def build(rng, generator):
+    cases = [
+        _case("scaled_positions_values", torch.arange(10), 4.0),
+        _case("scaled_positions_values", torch.arange(rng.randint(100, 5000)), float(rng.choice([2, 3, 8, 16]))),
+        _case("scaled_positions_values", torch.randint(0, 10_000, (3, 5), generator=generator), 2.5),
+        _case("scaled_positions_values", torch.arange(8192, dtype=torch.float64), 4.0),
+        _case("scaled_positions_values", torch.arange(6), 1.0),
+        _case("scaled_positions_values", torch.arange(7), 2.0, scored=False),
+    ]
+    for factor in (0.0, -2.0, math.inf, math.nan):
+        label = call_label(NAME, [torch.arange(4)], {"factor": factor})
+        cases.append(Case("scaled_positions_invalid_args", label,
+                          call_probe(NAME, [torch.arange(4)], {"factor": factor}),
+                          raises_check(label, "ValueError", " (the factor must be a positive, finite number)")))
+    return cases

@@ -1,0 +1,112 @@
+"""The second unit, graded by the same grader: the reference full, the stubs zero, every correct formulation
+full marks, every typical mistake losing points in its own task only, and named where the grader knows it.
+
+The submissions are files of tests/submissions/rotary_alibi/: each defines one function, appended after the
+reference so that it replaces the reference's.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from autograder import units
+from autograder.build import make_stub, strip_markers
+from autograder.grade import Grader
+
+UNIT = units.get("rotary_alibi")
+FOLDER = Path(__file__).parent / "submissions" / "rotary_alibi"
+ALTERNATIVES = sorted((FOLDER / "alternatives").glob("*.py"))
+MISTAKES = sorted((FOLDER / "mistakes").glob("*.py"))
+# Mistakes the feedback names in so many words (the others are caught, and told where and how they go wrong).
+NAMED = {
+    "alibi_bias__distance_key_minus_query": "the other way (j - i)",
+    "alibi_bias__future_minus_inf": "-inf",
+    "alibi_bias__sign_reversed": "the sign is reversed",
+    "alibi_bias__symmetric_when_causal": "|i - j| is used where causal=True",
+    "alibi_slopes__next_power_truncated": "the next power of two",
+    "alibi_slopes__power_of_two_rule_for_every_n": "used for every n",
+    "alibi_slopes__powers_from_zero": "the powers start at 0",
+    "apply_rotary__always_rotate_half": "rotate half is used where interleaved=True",
+    "apply_rotary__clockwise": "turns the wrong way",
+    "apply_rotary__layouts_swapped": "layout",
+    "apply_rotary__positions_ignored": "positions passed in are ignored",
+    "apply_rotary__writes_into_x": "in place",
+    "rope_scores__keys_not_rotated": "keys are not rotated",
+    "rope_scores__scale_forgotten": "no scale",
+    "rotary_angles__exponent_sign_lost": "grow instead of shrink",
+    "rotary_angles__i_over_head_dim": "i/dh where pair i needs 2i/dh",
+    "scaled_positions__floor_division": "integer division",
+    "scaled_positions__multiplied": "multiplied by the factor",
+}
+# The rubric's decision: BLOOM's slope * j is accepted where it is equivalent (causal, under the mask), with a note
+# that says why; without the mask it is not, and fails there.
+ACCEPTED = {"alibi_bias__key_position_form": ("BLOOM's form", {"alibi_bias_bidirectional", "alibi_bias_layout"})}
+
+
+@pytest.fixture(scope="module")
+def unit_grader():
+    grader = Grader(UNIT, sandbox="auto", timing_mode="give")  # the timing tier has tests of its own
+    yield grader
+    grader.close()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return strip_markers(UNIT.reference_path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def graded(unit_grader, reference, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rotary_alibi")
+    paths = []
+    for source in ALTERNATIVES + MISTAKES:
+        path = folder / source.name
+        path.write_text(reference + "\n\n" + source.read_text(encoding="utf-8"))
+        paths.append(path)
+    (folder / "reference.py").write_text(reference)
+    (folder / "stubs.py").write_text(make_stub(UNIT.reference_path.read_text(encoding="utf-8"), UNIT))
+    paths += [folder / "reference.py", folder / "stubs.py"]
+    return {result.name: result for result in unit_grader.grade_many(paths, jobs=2)}
+
+
+def test_the_reference_scores_full_marks(graded):
+    result = graded["reference"]
+    assert result.unit == "rotary_alibi" and result.max_score == UNIT.rubric.MAX_SCORE == 100
+    assert [test.id for test in result.tests if not test.passed] == []
+
+
+def test_the_stubs_score_zero_and_say_which_task_is_not_written(graded):
+    result = graded["stubs"]
+    assert result.score == 0
+    for test in result.tests:
+        if test.task != "timing":
+            assert "not implemented yet" in test.output, test.id
+
+
+def test_there_is_an_alternative_and_a_mistake_for_every_task():
+    assert {path.name.split("__")[0] for path in ALTERNATIVES} == set(UNIT.rubric.TASK_NAMES)
+    assert {path.name.split("__")[0] for path in MISTAKES} == set(UNIT.rubric.TASK_NAMES)
+
+
+@pytest.mark.parametrize("path", ALTERNATIVES, ids=[path.stem for path in ALTERNATIVES])
+def test_every_correct_formulation_scores_full_marks(graded, path):
+    result = graded[path.stem]
+    assert {test.id: test.output for test in result.tests if not test.passed} == {}
+
+
+@pytest.mark.parametrize("path", MISTAKES, ids=[path.stem for path in MISTAKES])
+def test_every_mistake_loses_points_in_its_own_task_only(graded, path):
+    result = graded[path.stem]
+    task = path.stem.split("__")[0]
+    failed = [test for test in result.tests if not test.passed and test.task != "timing"]
+    if path.stem in ACCEPTED:
+        said, failing = ACCEPTED[path.stem]
+        assert {test.id for test in failed} == failing
+        notes = " ".join(test.output for test in result.tests if test.task == task and test.passed)
+        assert said in notes and "causal mask" in notes
+        return
+    assert failed, "the mistake went unseen"
+    assert {test.task for test in failed} == {task}, [test.id for test in failed]
+    if path.stem in NAMED:
+        said = "\n".join(test.output for test in failed)
+        assert NAMED[path.stem] in said, said
