@@ -248,6 +248,8 @@ def main(argv=None):
     capstone.add_argument("--seed", type=int, default=0)
     capstone.add_argument("--steps", type=int, default=200, help="training steps of each language model")
     capstone.add_argument("--classifier-steps", type=int, default=300, help="training steps of each classifier")
+    capstone.add_argument("--longer", action="store_true", help="the second unit's train-short, test-long "
+                                                                "experiment (RoPE, interpolation, ALiBi) instead")
 
     secret = commands.add_parser("course-secret", help="write a new course secret to FILE (hidden cases per student)")
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
@@ -271,7 +273,7 @@ def main(argv=None):
         from autograder.units.positional_encodings.capstone import main as capstone_main
 
         return capstone_main(["--seed", str(args.seed), "--steps", str(args.steps),
-                              "--classifier-steps", str(args.classifier_steps)])
+                              "--classifier-steps", str(args.classifier_steps)] + (["--longer"] if args.longer else []))
     if args.command == "course-secret":
         from autograder.seeds import write_secret
 

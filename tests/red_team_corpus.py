@@ -18,7 +18,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.units.positional_encodings import rubric
+from autograder import units
+
+rubric = units.get("positional_encodings").rubric  # the unit the corpus is built for; corpus(unit=) rebinds it
 
 
 @dataclass(frozen=True)
@@ -38,15 +40,38 @@ def _every_function_is(fake):
     return "\n\n" + "\n".join(f"{name} = {fake}" for name in rubric.TASK_OF_FUNCTION) + "\n"
 
 
-ANSWER_ALL = '''
+def _answer_all():
+    return '''
 
 def _fake(*args, **kwargs):
     return _ANSWER
 ''' + _every_function_is("_fake")
 
 
-def corpus(traces):
-    """The attacks, by name. ``traces``: an empty folder of the test's, named uniquely (see module doc)."""
+ANSWER_ALL = _answer_all()
+
+
+def corpus(traces, unit=None):
+    """The attacks on ``unit`` (by default the first), by name; each replaces that unit's functions.
+    ``traces``: an empty folder of the test's, named uniquely (see module doc)."""
+    global rubric, ANSWER_ALL
+    unit = unit or units.get("positional_encodings")
+    saved = rubric, ANSWER_ALL
+    rubric = unit.rubric
+    ANSWER_ALL = _answer_all()
+    try:
+        found = _corpus(traces)
+    finally:
+        rubric, ANSWER_ALL = saved
+    # The attacks that look for a finished copy of the answers know it by a function of the timed path.
+    marker = unit.rubric.TIMED_PATHS[0].functions[0]
+    return {name: Attack(attack.name, attack.source.replace("def shaw_scores", f"def {marker}")
+                         .replace("solutions.positional_encodings", f"solutions.{unit.name}"),
+                         attack.sandboxed_only, attack.grouped_only, attack.private_folders_only)
+            for name, attack in found.items()}
+
+
+def _corpus(traces):
     unpickled = traces / "forged_results-unpickled"
     daemon_name = f"{traces.name}-daemon"
     attacks = [

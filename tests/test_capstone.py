@@ -93,3 +93,19 @@ def test_the_command_prints_the_comparison():
     for method in capstone.METHODS:
         assert f"\n{method:<11} | " in run.stdout, run.stdout
     assert "refused" in run.stdout  # the learned table, at twice its length
+
+
+def test_the_second_units_experiment_reads_longer_windows_with_each_method_and_leaves_out_what_is_missing():
+    from solutions import rotary_alibi
+
+    longer, left_out = capstone.train_short_test_long(rotary_alibi, steps=10, tune_steps=2, stories_count=300,
+                                                      context=16, longer=2)
+    assert left_out == {} and set(longer) == {"rope", "rope + interpolation", "alibi"}
+    for run in longer.values():
+        assert len(run.per_position) == 32 and all(loss > 0 for loss in run.per_position)
+        assert run.trained_loss == pytest.approx(sum(run.per_position[:16]) / 16)
+    without = {name: getattr(rotary_alibi, name) for name in ("rope_scores", "apply_rotary", "rotary_angles")}
+    longer, left_out = capstone.train_short_test_long(without, steps=2, tune_steps=1, stories_count=300,
+                                                      context=8, longer=2)
+    assert set(longer) == {"rope"} and "scaled_positions is not defined" in left_out["rope + interpolation"]
+    assert "alibi_bias" in left_out["alibi"]

@@ -303,3 +303,52 @@ def test_a_submission_that_asks_torch_for_more_threads_keeps_its_timing_points(t
     (tmp_path / "two_threads.py").write_text(two_threads)
     speed = _speed(tier_grader.grade(tmp_path / "two_threads.py"))
     assert all(test.passed for test in speed.values()), {test.id: test.output for test in speed.values()}
+
+
+# The same corpus against the second unit: each attack replaces rotary_alibi's functions instead, on its stubs.
+@pytest.fixture(scope="module")
+def red_team_second_unit(tmp_path_factory):
+    from autograder import units
+    from autograder.build import make_stub, strip_markers
+
+    unit = units.get("rotary_alibi")
+    source = unit.reference_path.read_text(encoding="utf-8")
+    folder = tmp_path_factory.mktemp("red_team_second")
+    traces = folder / f"red-team-{uuid.uuid4().hex[:10]}"
+    traces.mkdir()
+    attacks = {name: attack for name, attack in corpus(traces, unit).items() if SANDBOXED or not attack.sandboxed_only}
+    paths = []
+    for name, attack in attacks.items():
+        path = folder / f"{name}.py"
+        path.write_text(make_stub(source, unit) + "\n" + attack.source)
+        paths.append(path)
+    (folder / "reference.py").write_text(strip_markers(source))
+    paths.append(folder / "reference.py")
+    grader = Grader(unit, limits=Limits(wall_seconds=25, task_seconds=5, memory_bytes=MEMORY_LIMIT_BYTES),
+                    sandbox="auto")
+    try:
+        results = {result.name: result for result in grader.grade_many(paths, jobs=2)}
+    finally:
+        grader.close()
+    deadline = time.monotonic() + 5
+    while processes_named(traces.name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return results, attacks, grader.groups is not None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hostile_submission_of_the_second_unit_scores_0(red_team_second_unit, name):
+    results, attacks, grouped = red_team_second_unit
+    if name not in attacks:
+        pytest.skip("bubblewrap (bwrap) is not installed here: this attack is run only inside the sandbox")
+    result = results[name]
+    assert result.unit == "rotary_alibi" and result.score == 0, {t.id: t.output for t in result.tests if t.score}
+    assert len(result.tests) == len(results["reference"].tests) and not result.grader_fault
+    if attacks[name].grouped_only and not grouped:
+        pytest.skip("no control group per job here: what this attack holds is bounded per process only")
+    assert "ESCAPED" not in "\n".join([test.output for test in result.tests] + result.notes)
+
+
+def test_the_second_units_reference_keeps_full_marks_beside_the_corpus(red_team_second_unit):
+    results, _, _ = red_team_second_unit
+    assert results["reference"].score == results["reference"].max_score == 100

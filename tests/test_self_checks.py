@@ -96,3 +96,43 @@ def test_a_mistake_no_check_knows_is_told_how_the_output_relates_to_the_expected
     assert "How it goes wrong: every entry has the opposite sign of the expected one" in run.stdout, \
         run.stdout[-3000:]
     assert not [line for line in run.stdout.splitlines() if line.startswith("E") and "Likely cause:" in line]
+
+
+# The second unit's self-checks, built the same way: green on its reference, each task word its own checks,
+# red and telling on the stubs, and the words the lesson gives (rotary, alibi) selecting whole families.
+@pytest.fixture(scope="module")
+def second_unit(tmp_path_factory):
+    from autograder import units
+    from autograder.build import make_stub, strip_markers, student_folder
+
+    unit = units.get("rotary_alibi")
+    source = unit.reference_path.read_text(encoding="utf-8")
+
+    def folder(name, text):
+        target = tmp_path_factory.mktemp(name) / "student"
+        shutil.copytree(student_folder(unit), target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+        (target / "rotary_alibi.py").write_text(text)
+        return target
+
+    return unit, folder("reference", strip_markers(source)), folder("stubs", make_stub(source, unit))
+
+
+def test_the_second_units_self_checks_pass_on_its_reference(second_unit):
+    _, reference, _ = second_unit
+    run = _pytest(reference)
+    assert run.returncode == 0 and " passed" in run.stdout and "failed" not in run.stdout, run.stdout[-3000:]
+
+
+def test_the_second_units_task_words_select_their_own_checks_which_fail_on_the_stubs(second_unit):
+    unit, _, stubs = second_unit
+    listed = _pytest(stubs, "--collect-only", "-o", "addopts=", "-q")
+    ids = [line for line in listed.stdout.splitlines() if "::" in line]
+    assert ids
+    for task in unit.rubric.TASK_NAMES:  # -k TASK matches a test id that holds TASK: its own file's, and no other
+        assert [i for i in ids if task in i] == [i for i in ids if i.startswith(f"test_{task}.py::")] != [], task
+    for word, tasks in (("rotary", {"rotary_angles", "apply_rotary"}), ("alibi", {"alibi_slopes", "alibi_bias"})):
+        assert {i.split("::")[0][5:-3] for i in ids if word in i} == tasks, word
+    run = _pytest(stubs)
+    assert run.returncode == 1
+    for task in unit.rubric.TASK_NAMES:
+        assert f"Task {task} is not written yet" in run.stdout, (task, run.stdout[-2000:])

@@ -156,8 +156,14 @@ class Unit:
 
     @property
     def extra_files(self):
-        """Kit files shipped to students beside checks.py (no answer in them): {name in the release: path}."""
-        return {name: self.folder / name for name in getattr(self.rubric, "SHIPPED", ())}
+        """Kit files shipped to students beside checks.py (no answer in them): {name in the release: path}.
+
+        The rubric's ``SHIPPED``: names of files in the unit's folder, or {name: path from autograder/units/}
+        for a file of another unit's (the second unit's lesson trains the first unit's tiny model)."""
+        shipped = getattr(self.rubric, "SHIPPED", ())
+        if isinstance(shipped, dict):
+            return {name: FOLDER / path for name, path in shipped.items()}
+        return {name: self.folder / name for name in shipped}
 
 
 def names():

@@ -29,6 +29,7 @@ Run it on its own: ``python -m autograder capstone`` (with the reference) prints
 """
 
 import functools
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -38,9 +39,12 @@ import torch.nn.functional as F
 from torch import nn
 
 METHODS = ("none", "learned", "sinusoidal", "shaw", "t5")
+# The second unit's methods (rotary_alibi): the same model, for its train-short, test-long experiment.
+LONGER_METHODS = ("rope", "alibi")
 NEEDS = {"none": (), "learned": ("LearnedPositionalEmbedding",), "sinusoidal": ("sinusoidal_table",),
          "shaw": ("shaw_scores", "clipped_relative_positions"),
-         "t5": ("t5_bias", "t5_relative_position_bucket", "biased_scores")}
+         "t5": ("t5_bias", "t5_relative_position_bucket", "biased_scores"),
+         "rope": ("rope_scores", "apply_rotary", "rotary_angles"), "alibi": ("alibi_bias", "alibi_slopes")}
 MAX_RELATIVE = 8  # Shaw's clipping distance k in these models
 NUM_BUCKETS, MAX_DISTANCE = 16, 64  # the T5 bias's settings in these models
 GPT2_SAME_WORD = 0.99999  # the lecture's figure on GPT-2's own weights (see nearest_word_kept)
@@ -123,13 +127,23 @@ class Attention(nn.Module):
         if method == "shaw":  # one learned vector per clipped distance, -k .. k
             self.rel_k = nn.Parameter(torch.randn(2 * MAX_RELATIVE + 1, self.head_dim) * 0.02)
         self.shared_bias = shared_bias  # T5: one table of (bucket, head) numbers for every layer
+        self.position_factor = 1.0  # RoPE: positions divided by this (position interpolation), 1 when trained
 
     def forward(self, x):
         batch, length, d_model = x.shape
         q, k, v = self.qkv(x).view(batch, length, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        if self.method in ("shaw", "t5"):
+        if self.method in ("shaw", "t5", "rope", "alibi"):
             if self.method == "shaw":
                 scores = _function(self.functions, "shaw_scores")(q, k, self.rel_k, MAX_RELATIVE)
+            elif self.method == "rope":
+                positions = torch.arange(length, device=x.device)
+                if self.position_factor != 1.0:
+                    positions = _function(self.functions, "scaled_positions")(positions, factor=self.position_factor)
+                scores = _function(self.functions, "rope_scores")(q, k, positions_q=positions, positions_k=positions)
+            elif self.method == "alibi":
+                slopes = _function(self.functions, "alibi_slopes")(self.heads).to(q)
+                bias = _function(self.functions, "alibi_bias")(length, length, slopes, causal=self.causal)
+                scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim) + bias
             else:
                 bias = _function(self.functions, "t5_bias")(length, length, self.shared_bias,
                                                             bidirectional=not self.causal, num_buckets=NUM_BUCKETS,
@@ -280,7 +294,7 @@ def train_language_model(method, functions, *, seed=0, steps=200, context=32, ba
     model.eval()
     run.per_position, run.longer = loss_per_position(model, held, 2 * context, seed)
     # Each method its own draws: with the same ones, models that learnt much the same write the same words.
-    run.samples = [sample(model, vocabulary, prompt, 24, seed + METHODS.index(method))
+    run.samples = [sample(model, vocabulary, prompt, 24, seed + (METHODS + LONGER_METHODS).index(method))
                    for prompt in ("mia had a", "at the")]
     vectors = model.position_vectors(context)
     if vectors is not None:
@@ -450,6 +464,76 @@ def compare(functions, *, seed=0, steps=200, context=32, batch=32, classifier_st
                        "classifier_steps": classifier_steps})
 
 
+@dataclass
+class LongerRun:
+    """One model of the train-short, test-long experiment, and its loss at each position of longer windows."""
+
+    method: str  # "rope", "rope + interpolation", "alibi"
+    per_position: list  # held-out loss at positions 0 .. length-1
+    trained_loss: float  # mean loss over the trained positions
+    beyond_loss: float  # mean loss past them
+    seconds: float
+
+
+def _tune_longer(model, stream, length, factor, steps, seed):
+    """Position interpolation as its paper does it: positions divided by ``factor``, then a few steps of training
+    on windows ``length`` long (the model is changed in place)."""
+    for block in model.blocks:
+        block.attention.position_factor = factor
+    model.train()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    generator = torch.Generator().manual_seed(seed + 5)
+    for _ in range(steps):
+        inputs, targets = _windows(stream, length, 8, generator)
+        loss = _loss(model, inputs, targets)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+    model.eval()
+
+
+def train_short_test_long(functions, *, seed=0, steps=200, context=32, longer=4, stories_count=3000,
+                          tune_steps=30):
+    """Train RoPE and ALiBi models at ``context`` and read windows ``longer`` times as long: RoPE as trained,
+    RoPE with position interpolation (positions divided by ``longer`` with ``scaled_positions``, then
+    ``tune_steps`` steps of training at the longer length, as Chen et al. do), and ALiBi as trained.
+    A method whose functions are not written (or raise) is left out, with the reason: {method: why}."""
+
+    results, left_out = {}, {}
+    _, held = _streams(stories_count, seed)
+    for method in LONGER_METHODS:
+        why = why_unavailable(method, functions)
+        if why:
+            left_out[method] = why
+            continue
+        started = time.perf_counter()
+        run = train_language_model(method, functions, seed=seed, steps=steps, context=context,
+                                   stories_count=stories_count)
+        readings = [(method, 1.0)]
+        if method == "rope":
+            why = "" if callable(_function(functions, "scaled_positions")) else "scaled_positions is not defined"
+            if why:
+                left_out["rope + interpolation"] = why
+            else:
+                readings.append(("rope + interpolation", float(longer)))
+        train, _ = _streams(stories_count, seed)
+        for name, factor in readings:
+            model = run.model
+            try:
+                if factor != 1.0:  # read last: tuning changes the model, whose plain reading is taken already
+                    _tune_longer(model, train, longer * context, factor, tune_steps, seed)
+                losses, said = loss_per_position(model, held, longer * context, seed)
+            except Exception as error:  # noqa: BLE001  (the student's function: any error leaves it out)
+                left_out[name] = f"it raised {type(error).__name__}: {str(error)[:200]}"
+                continue
+            if losses is None:
+                left_out[name] = said
+                continue
+            results[name] = LongerRun(name, losses, sum(losses[:context]) / context,
+                                      sum(losses[context:]) / (len(losses) - context), time.perf_counter() - started)
+    return results, left_out
+
+
 def main(argv=None):
     import argparse
 
@@ -457,7 +541,20 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=200, help="training steps of each language model")
     parser.add_argument("--classifier-steps", type=int, default=300, help="training steps of each classifier")
+    parser.add_argument("--longer", action="store_true",
+                        help="the second unit's experiment instead: RoPE, RoPE with interpolation and ALiBi trained "
+                             "at 32 words and read at 128")
     args = parser.parse_args(argv)
+    if args.longer:
+        from solutions import rotary_alibi
+
+        longer, left_out = train_short_test_long(rotary_alibi, seed=args.seed, steps=args.steps)
+        print(f"{'method':<21} | {'loss, trained positions':>23} | {'loss beyond them':>16}")
+        for name, run in longer.items():
+            print(f"{name:<21} | {run.trained_loss:>23.3f} | {run.beyond_loss:>16.3f}")
+        for name, why in left_out.items():
+            print(f"{name:<21} | left out: {why}")
+        return 0
     from solutions import positional_encodings as reference
 
     torch.set_num_threads(max(1, torch.get_num_threads()))

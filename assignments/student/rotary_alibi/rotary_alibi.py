@@ -73,7 +73,8 @@ def rotary_angles(positions, head_dim, base=10000.0, *, dtype=torch.float32):
         cos   = [-0.9900, 0.9996]      sin = [0.1411, 0.0300]
 
     Paper: Su et al., "RoFormer: Enhanced Transformer with Rotary Position
-    Embedding", 2021, section 3.2, equation (15).
+    Embedding", 2021, section 3.2.2 (the general form), where i counts from 1:
+    theta_i = 10000 ** (-2 (i - 1) / d).
     """
     # YOUR CODE HERE
     raise NotImplementedError("Task rotary_angles: not implemented yet")
@@ -121,7 +122,8 @@ def apply_rotary(x, positions, base=10000.0, *, interleaved=True):
         interleaved=False: pairs (1, 3), (2, 4)  ->  [-1.9841, 1.9599, 2.4624, 4.0198]
     At position 0 every angle is 0, and ``out`` equals ``x``.
 
-    Paper: Su et al., RoFormer, 2021, section 3.4.2, equation (34).
+    Paper: Su et al., RoFormer, 2021, section 3.4.2 (the computationally
+    efficient realization of the rotation, without the rotation matrix).
     """
     # YOUR CODE HERE
     raise NotImplementedError("Task apply_rotary: not implemented yet")
@@ -165,7 +167,8 @@ def rope_scores(q, k, *, base=10000.0, scale=None, positions_q=None, positions_k
         score = cos(3) cos(1) + sin(3) sin(1) = cos(3 - 1) = -0.4161
     and moving both to positions 13 and 11 gives -0.4161 again.
 
-    Paper: Su et al., RoFormer, 2021, section 3.4.2, equation (16).
+    Paper: Su et al., RoFormer, 2021, section 3.2.2: the score of query m and
+    key n goes through R(n - m) alone.
     """
     # YOUR CODE HERE
     raise NotImplementedError("Task rope_scores: not implemented yet")
@@ -201,7 +204,7 @@ def alibi_slopes(num_heads, *, device=None):
     float32 ratio ``2 ** (-4 / c)`` of 2c heads. The ratio's rounding error is
     multiplied by the power, so these are not ``2 ** (-8 (h+1) / n)`` rounded
     to float32: from n = 11 on some heads differ in the last bits, by up to
-    6 ulps (4e-7 relatively) for n <= 64.
+    6 ulps (5e-7 relatively) for n <= 64.
 
     Worked example, n = 6, so c = 4:
         4 heads: 2^-2, 2^-4, 2^-6, 2^-8             8 heads: 2^-1, 2^-2, ..., 2^-8
@@ -209,7 +212,9 @@ def alibi_slopes(num_heads, *, device=None):
                   (the 4-head slopes)                  (2^-1 and 2^-3 of the 8)
 
     Paper: Press, Smith and Lewis, "Train Short, Test Long: Attention with
-    Linear Biases Enables Input Length Extrapolation", 2022, section 3.
+    Linear Biases Enables Input Length Extrapolation", 2022, section 3 (the
+    slopes for a power of two); the rule for other numbers of heads is that
+    of the authors' released code, which BLOOM follows.
     """
     # YOUR CODE HERE
     raise NotImplementedError("Task alibi_slopes: not implemented yet")
@@ -257,7 +262,7 @@ def alibi_bias(length_q, length_k, slopes, *, causal=True):
                        [-0.5,  0.0,  0.0],                    [-0.5,  0.0, -0.5],
                        [-1.0, -0.5,  0.0]]                    [-1.0, -0.5,  0.0]]
 
-    Paper: Press, Smith and Lewis, 2022, section 3 and figure 3.
+    Paper: Press, Smith and Lewis, 2022, section 3.
     """
     # YOUR CODE HERE
     raise NotImplementedError("Task alibi_bias: not implemented yet")
@@ -294,7 +299,8 @@ def scaled_positions(positions, *, factor):
     factor = 4: positions [0, 1, 2, 8191] become [0.0, 0.25, 0.5, 2047.75].
 
     Paper: Chen, Wong, Chen and Tian, "Extending Context Window of Large
-    Language Models via Positional Interpolation", 2023, section 2.2.
+    Language Models via Positional Interpolation", 2023: position m of the
+    longer context is read as m * L / L_new.
     """
     # YOUR CODE HERE
     raise NotImplementedError("Task scaled_positions: not implemented yet")

@@ -1,7 +1,9 @@
-"""Hidden cases for ``alibi_slopes``: bit for bit, float32, as the models that use ALiBi compute them.
+"""Hidden cases for ``alibi_slopes``: float32, as the models that use ALiBi compute them.
 
-Tolerance: none beyond float32's last bit (rtol 1e-6): the slopes are exact powers of two for most head
-counts, and a checkpoint trained with BLOOM's slopes expects exactly those numbers.
+Tolerance: float32's last few bits (rtol 1e-6, about 8 ulps). BLOOM rounds the ratio 2^(-8/c) to float32 and
+raises it to integer powers, so from 11 heads on its slopes are up to 6 ulps from the exact 2^(-8(h+1)/n), and
+torch.pow's last bit depends on how it is called (a vector kernel from 32 elements on); every formulation of
+the formula lands within that, and every mistake far outside it.
 """
 
 import torch

@@ -1,0 +1,52 @@
+"""Self-checks for task apply_rotary: apply_rotary. Run: pytest -k apply_rotary"""
+
+import math
+
+import torch
+
+from checks import assert_close
+from rotary_alibi import apply_rotary
+
+
+def test_apply_rotary_keeps_shape_and_dtype_and_leaves_x_alone():
+    x = torch.randn(2, 3, 5, 8)
+    before = x.clone()
+    out = apply_rotary(x, torch.arange(5))
+    assert isinstance(out, torch.Tensor) and out.shape == x.shape and out.dtype == x.dtype, \
+        f"expected a float32 tensor of shape {tuple(x.shape)}, got {getattr(out, 'dtype', type(out))} {tuple(getattr(out, 'shape', ()))}"
+    assert torch.equal(x, before), "x was changed in place: compute into a new tensor"
+
+
+def test_apply_rotary_turns_one_pair_by_its_angle():
+    # head_dim 2: one pair, theta_0 = 1; position 1 turns (1, 0) to (cos 1, sin 1), counter-clockwise
+    x = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    expected = torch.tensor([[1.0, 0.0], [math.cos(1), math.sin(1)]])
+    causes = [(torch.tensor([[1.0, 0.0], [math.cos(1), -math.sin(1)]]),
+               "the rotation turns clockwise: a' = a cos - b sin, b' = a sin + b cos.")]
+    assert_close(apply_rotary(x, torch.arange(2)), expected, what="apply_rotary on (1, 0) at positions 0 and 1",
+                 atol=1e-6, causes=causes)
+
+
+def test_apply_rotary_keeps_the_length_of_every_pair():
+    x = torch.randn(7, 16, dtype=torch.float64)
+    for interleaved in (True, False):
+        out = apply_rotary(x, torch.arange(7), interleaved=interleaved)
+        pairs = (lambda t: t.reshape(7, 8, 2)) if interleaved else (lambda t: torch.stack(t.chunk(2, -1), -1))
+        assert_close(pairs(out).norm(dim=-1), pairs(x).norm(dim=-1), what=f"pair lengths (interleaved={interleaved})",
+                     atol=1e-9, hint="a rotation moves each pair on its circle: (2i, 2i+1) interleaved, "
+                                     "(i, i + dh/2) for rotate half.")
+
+
+def test_apply_rotary_layouts_differ_by_a_reordering_of_the_coordinates():
+    x = torch.randn(4, 8, dtype=torch.float64)
+    order = torch.tensor([0, 4, 1, 5, 2, 6, 3, 7])  # halves (i, i + 4) laid out as neighbours
+    half = apply_rotary(x, torch.arange(4), interleaved=False)
+    assert_close(apply_rotary(x[:, order], torch.arange(4))[:, order.argsort()], half,
+                 what="interleaved on reordered x, against rotate half", atol=1e-9)
+
+
+def test_apply_rotary_uses_the_positions_it_is_given():
+    x = torch.randn(3, 8, dtype=torch.float64)
+    shifted = apply_rotary(x, torch.arange(10, 13))
+    first = apply_rotary(x, torch.arange(3))
+    assert not torch.allclose(shifted, first), "positions 10..12 must turn the rows further than 0..2"
