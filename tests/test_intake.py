@@ -172,6 +172,7 @@ def build_tree(base, honest_at, honest_text, extras, replace_honest_by=None):
         make_entry(honest, replace_honest_by, outside, honest)
         offences.append((shown_name(honest_at), KINDS[replace_honest_by]))
     used = {(honest_at[0],)}
+    hidden_link, visible_links = False, []
     for kind, name, hidden, nested in extras:
         parts = ("sub",) * nested + (("." + name) if hidden else name,)
         if parts in used:
@@ -185,7 +186,11 @@ def build_tree(base, honest_at, honest_text, extras, replace_honest_by=None):
         if KINDS[kind] and not hidden:  # a hidden entry is never entered, so never an offence
             offences.append((shown_name(parts), KINDS[kind]))
         elif kind == "hard link inside" and hidden:  # the honest file then has a name the grader does not see
-            offences.append((shown_name(honest_at), "hard link"))
+            hidden_link = True
+        elif kind == "hard link inside":
+            visible_links.append(parts)
+    if hidden_link:  # whichever of the honest file's visible names the walk meets first is the one to name
+        offences += [(shown_name(parts), "hard link") for parts in [honest_at, *visible_links]]
     return folder, offences
 
 

@@ -8,6 +8,7 @@ this one shows that the same machinery serves a second unit unchanged.
 """
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -116,4 +117,4 @@ def test_the_mistakes_cost_their_own_task_and_bloom_s_form_is_accepted_where_it_
     assert bloom["alibi_bias_causal"] == 6 and bloom["alibi_bias_bidirectional"] == 0
     feedback = (path / "feedback" / "bloom_form" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
     assert "BLOOM" in feedback and "Your results, test by test" in feedback
-    assert feedback.count('<math xmlns="http://www.w3.org/1998/Math/MathML"') > 10
+    assert len(re.findall(r'<math [^>]*xmlns="http://www.w3.org/1998/Math/MathML"', feedback)) > 10
