@@ -224,14 +224,70 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
     head_dim = q.shape[-1]
     if scale is None:
         scale = 1.0 / math.sqrt(head_dim)
+    m = max_relative_position
+    if m < 0:
+        raise ValueError(f"max_relative_position must be 0 or more, got {m}")
     length_q, length_k = q.shape[-2], k.shape[-2]
-    per_distance = q @ rel_k.to(q.dtype).transpose(0, 1)  # (B, H, Lq, 2k+1)
-    index = clipped_relative_positions(length_q, length_k, max_relative_position, device=q.device)  # (Lq, Lk)
-    index = index.expand(*per_distance.shape[:-1], length_k)  # (B, H, Lq, Lk), a view: no copy
-    scores = per_distance.gather(-1, index)  # (B, H, Lq, Lk): the relative term
-    # In place from here: two score-sized tensors alive at once, not four.
-    scores += q @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
-    return scores.mul_(scale)  # (B, H, Lq, Lk)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])  # (B, H)
+    n = math.prod(batch)  # B * H score matrices
+    # The scale goes on these (Lq, 2k+1) numbers and into the product below, never on the scores themselves.
+    per_distance = (q @ rel_k.to(q.dtype).transpose(0, 1)).mul_(scale)  # (B, H, Lq, 2k+1)
+    per_distance = per_distance.expand(*batch, length_q, 2 * m + 1).reshape(n, length_q, 2 * m + 1)  # (B*H, Lq, 2k+1)
+    # The relative term is written once into fresh memory and q @ k^T is added to it inside the matrix product:
+    # one score-sized tensor, each entry written once before the product and never read by another pass.
+    scores = torch.empty(*batch, length_q, length_k, dtype=q.dtype, device=q.device)  # (B, H, Lq, Lk)
+    flat = scores.view(n, length_q, length_k)  # (B*H, Lq, Lk), the same memory
+
+    def skewed(first_query, rows, first_distance, width):
+        # (i, j) lies at i * Lk + j = i * (Lk + 1) + (j - i): with a row stride of Lk + 1 the column counts the
+        # distance j - i, and a diagonal strip is a rectangle. Entry [., r, t]: query first_query + r at distance
+        # first_distance + t; a row that runs past the last key goes on in the next query's row.
+        return flat.as_strided((n, rows, width), (length_q * length_k, length_k + 1, 1),
+                               scores.storage_offset() + first_query * (length_k + 1) + first_distance)
+
+    def gathered(first_query, end_query):
+        query = torch.arange(first_query, end_query, device=q.device)  # (rows,)
+        index = (torch.arange(length_k, device=q.device) - query[:, None]).clamp(-m, m) + m  # (rows, Lk)
+        return per_distance[:, first_query:end_query].gather(-1, index.expand(n, -1, -1))  # (B*H, rows, Lk)
+
+    if m == 0:  # every distance clips to 0
+        flat.copy_(per_distance)  # (B*H, Lq, 1) broadcast over the keys
+    else:
+        # Core rows: the strip of distances -(k-1) .. k-1 lies inside the row; it is a slice of per_distance.
+        core = min(m - 1, length_q)
+        core_end = max(core, min(length_k - m + 1, length_q))
+        cut = core  # from here to `before`: rows whose strip the matrix's edge cuts
+        if core_end > core:
+            strip = skewed(core, core_end - core, 1 - m, 2 * m - 1)  # (B*H, core rows, 2k-1)
+            strip.copy_(per_distance[:, core:core_end, 1:2 * m])
+            # Outside the strip the term is one number per row: rel_k[2k] from distance k on, rel_k[0] up to -k.
+            # Row i of this view holds distances k .. Lk-1-i of query i, then -(i+1) .. -k of query i + 1
+            # (Lk - 2k + 2 in all); which query a column belongs to depends on row + column alone, so that mask
+            # is a strided view of one line.
+            far_end = min(core_end, length_q - 1)  # the last query has no next row to run into
+            far_rows, width = far_end - core, length_k - 2 * m + 2
+            far = skewed(core, far_rows, m, width)  # (B*H, far rows, Lk - 2k + 2)
+            line = torch.arange(core, core + far_rows + width - 1, device=q.device) < length_k - m
+            own_row = line.to(q.dtype).as_strided((far_rows, width), (1, 1))  # (far rows, width): 1 or 0
+            far.copy_(per_distance[:, core + 1:far_end + 1, :1])  # rel_k[0] of query i + 1
+            far.lerp_(per_distance[:, core:far_end, 2 * m:], own_row)  # rel_k[2k] of query i; weights 0, 1 are exact
+            cut = far_end
+        # From query Lk + k - 1 on, every key lies k or more before the query.
+        before = max(cut, min(length_q, length_k + m - 1))
+        # The at most 3k rows left, where the matrix's edge cuts the strip, are gathered as in the formula. Each write
+        # only where it has rows: after an empty in-place write, autograd refuses the next one.
+        if core > 0:
+            flat[:, :core].copy_(gathered(0, core))
+        if before > cut:
+            flat[:, cut:before].copy_(gathered(cut, before))
+        if before < length_q:
+            flat[:, before:].copy_(per_distance[:, before:, :1])
+    q3 = q.expand(*batch, length_q, head_dim).reshape(n, length_q, head_dim)  # (B*H, Lq, dh)
+    k3 = k.expand(*batch, length_k, head_dim).reshape(n, length_k, head_dim)  # (B*H, Lk, dh)
+    # scores += scale * q @ k^T in the product's own kernel; through a new view, as autograd wants after writes
+    # through views of `flat`.
+    scores.view(n, length_q, length_k).baddbmm_(q3, k3.transpose(1, 2), alpha=scale)
+    return scores  # (B, H, Lq, Lk)
     ### END SOLUTION
 
 
@@ -343,11 +399,14 @@ def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=3
     buckets = t5_relative_position_bucket(
         offsets, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance
     )  # (Lq + Lk - 1,)
-    per_offset = bias_table[buckets].transpose(0, 1)  # (H, Lq + Lk - 1)
-    query = torch.arange(length_q, device=device)  # (Lq,)
-    key = torch.arange(length_k, device=device)  # (Lk,)
-    where = key[None, :] - query[:, None] + (length_q - 1)  # (Lq, Lk): where j - i sits in offsets
-    return per_offset[:, where].unsqueeze(0)  # (1, H, Lq, Lk)
+    per_offset = bias_table[buckets].transpose(0, 1).contiguous()  # (H, Lq + Lk - 1)
+    # Row a of this view starts at offset a - (Lq-1) and steps one offset per key: it is query Lq - 1 - a. The bias
+    # with its rows reversed, read from per_offset without a copy (rows in their own order would need a negative
+    # stride, which torch does not have).
+    reversed_rows = per_offset.as_strided((per_offset.shape[0], length_q, length_k), (length_q + length_k - 1, 1, 1),
+                                          per_offset.storage_offset())  # (H, Lq, Lk)
+    query_order = torch.arange(length_q - 1, -1, -1, device=device)  # (Lq,): Lq-1 .. 0
+    return reversed_rows[:, query_order].unsqueeze(0)  # (1, H, Lq, Lk): one pass over the bias, whole rows copied
     ### END SOLUTION
 
 
@@ -375,6 +434,14 @@ def biased_scores(q, k, bias, *, scale=None):
     ### BEGIN SOLUTION
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
-    return scores.mul_(scale).add_(bias)  # in place: one score-sized tensor
+    (length_q, head_dim), length_k = q.shape[-2:], k.shape[-2]
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])  # (B, H)
+    n = math.prod(batch)  # B * H score matrices
+    scores = torch.empty(*batch, length_q, length_k, dtype=q.dtype, device=q.device)  # (B, H, Lq, Lk)
+    scores.copy_(bias)  # broadcast into place, unscaled
+    q3 = q.expand(*batch, length_q, head_dim).reshape(n, length_q, head_dim)  # (B*H, Lq, dh)
+    k3 = k.expand(*batch, length_k, head_dim).reshape(n, length_k, head_dim)  # (B*H, Lk, dh)
+    # scores = 1 * scores + scale * q @ k^T in the product's own kernel: no pass of its own for the scale or the bias.
+    scores.view(n, length_q, length_k).baddbmm_(q3, k3.transpose(1, 2), alpha=scale)
+    return scores  # (B, H, Lq, Lk)
     ### END SOLUTION
