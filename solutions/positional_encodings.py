@@ -228,7 +228,7 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
     if m < 0:
         raise ValueError(f"max_relative_position must be 0 or more, got {m}")
     length_q, length_k = q.shape[-2], k.shape[-2]
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])  # (B, H)
+    batch = torch.broadcast_tensors(q[..., :0, :0], k[..., :0, :0])[0].shape[:-2]  # (B, H), as q @ k^T broadcasts them
     n = math.prod(batch)  # B * H score matrices
     # The scale goes on these (Lq, 2k+1) numbers and into the product below, never on the scores themselves.
     per_distance = (q @ rel_k.to(q.dtype).transpose(0, 1)).mul_(scale)  # (B, H, Lq, 2k+1)
@@ -435,7 +435,7 @@ def biased_scores(q, k, bias, *, scale=None):
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     (length_q, head_dim), length_k = q.shape[-2:], k.shape[-2]
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])  # (B, H)
+    batch = torch.broadcast_tensors(q[..., :0, :0], k[..., :0, :0])[0].shape[:-2]  # (B, H), as q @ k^T broadcasts them
     n = math.prod(batch)  # B * H score matrices
     scores = torch.empty(*batch, length_q, length_k, dtype=q.dtype, device=q.device)  # (B, H, Lq, Lk)
     scores.copy_(bias)  # broadcast into place, unscaled
