@@ -225,14 +225,24 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
     if scale is None:
         scale = 1.0 / math.sqrt(head_dim)
     m = max_relative_position
-    if m < 0:
-        raise ValueError(f"max_relative_position must be 0 or more, got {m}")
     length_q, length_k = q.shape[-2], k.shape[-2]
+    # The fast route below writes in the shape of clipped_relative_positions' table, clip(j - i, -k, k) + k. The
+    # table is the helper's, though, and the grader puts a stand-in in the place of a wrong helper (the path is then
+    # timed with it): a corner with every kind of entry in it (distances -(k+1) .. k+1) tells the two apart.
+    corner = clipped_relative_positions(min(length_q, m + 2), min(length_k, m + 2), m, device=q.device)  # (k+2, k+2)
+    distance = torch.arange(corner.shape[1], device=q.device) - torch.arange(corner.shape[0], device=q.device)[:, None]
+    is_clip = torch.equal(corner, distance.clamp(-m, m) + m)
     batch = torch.broadcast_tensors(q[..., :0, :0], k[..., :0, :0])[0].shape[:-2]  # (B, H), as q @ k^T broadcasts them
     n = math.prod(batch)  # B * H score matrices
+    q3 = q.expand(*batch, length_q, head_dim).reshape(n, length_q, head_dim)  # (B*H, Lq, dh)
+    k3 = k.expand(*batch, length_k, head_dim).reshape(n, length_k, head_dim)  # (B*H, Lk, dh)
     # The scale goes on these (Lq, 2k+1) numbers and into the product below, never on the scores themselves.
     per_distance = (q @ rel_k.to(q.dtype).transpose(0, 1)).mul_(scale)  # (B, H, Lq, 2k+1)
     per_distance = per_distance.expand(*batch, length_q, 2 * m + 1).reshape(n, length_q, 2 * m + 1)  # (B*H, Lq, 2k+1)
+    if not is_clip:  # another table: each entry picked by gather, then q @ k^T added in the product's kernel
+        index = clipped_relative_positions(length_q, length_k, m, device=q.device)  # (Lq, Lk)
+        scores = per_distance.gather(-1, index.expand(n, -1, -1))  # (B*H, Lq, Lk)
+        return scores.baddbmm_(q3, k3.transpose(1, 2), alpha=scale).view(*batch, length_q, length_k)
     # The relative term is written once into fresh memory and q @ k^T is added to it inside the matrix product:
     # one score-sized tensor, each entry written once before the product and never read by another pass.
     scores = torch.empty(*batch, length_q, length_k, dtype=q.dtype, device=q.device)  # (B, H, Lq, Lk)
@@ -282,8 +292,6 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
             flat[:, cut:before].copy_(gathered(cut, before))
         if before < length_q:
             flat[:, before:].copy_(per_distance[:, before:, :1])
-    q3 = q.expand(*batch, length_q, head_dim).reshape(n, length_q, head_dim)  # (B*H, Lq, dh)
-    k3 = k.expand(*batch, length_k, head_dim).reshape(n, length_k, head_dim)  # (B*H, Lk, dh)
     # scores += scale * q @ k^T in the product's own kernel; through a new view, as autograd wants after writes
     # through views of `flat`.
     scores.view(n, length_q, length_k).baddbmm_(q3, k3.transpose(1, 2), alpha=scale)

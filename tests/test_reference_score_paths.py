@@ -14,6 +14,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from solutions import positional_encodings
 from solutions.positional_encodings import biased_scores, shaw_scores, t5_bias, t5_relative_position_bucket
 
 DTYPES = (torch.float32, torch.float64)
@@ -139,6 +140,46 @@ def test_shaw_scores_gradients_equal_those_of_the_einsum(sizes, max_rel):
     expected = torch.autograd.grad((slow_shaw(*inputs, max_rel) * weights).sum(), inputs)
     for name, mine, theirs in zip(("q", "k", "rel_k"), got, expected):
         assert_close(mine, theirs, torch.float64, f"gradient of {name}, Lq={lq} Lk={lk} k={max_rel}")
+
+
+def scrambled_table(length_q, length_k, max_relative_position, *, device=None):
+    """Valid rows of rel_k, but not the clipped table: what the grader's stand-in for a wrong helper gives."""
+    query = torch.arange(length_q, device=device)[:, None]
+    key = torch.arange(length_k, device=device)[None, :]
+    return (3 * key + 5 * query + 1) % (2 * max_relative_position + 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(attention_inputs(), st.integers(0, 8))
+def test_shaw_scores_follows_the_table_of_the_helper_in_its_place(sizes, max_rel):
+    """With another clipped_relative_positions in scope (the grader's stand-in for a wrong one), shaw_scores gives
+    the scores of that helper's table, as the timing tier needs when it times a path with the stand-in."""
+    generator = torch.Generator().manual_seed(sizes["seed"])
+    b, h, lq, lk, dh, dtype = (sizes[key] for key in ("batch", "heads", "length_q", "length_k", "head_dim", "dtype"))
+    q, k = randn(generator, b, h, lq, dh, dtype=dtype), randn(generator, b, h, lk, dh, dtype=dtype)
+    rel_k = randn(generator, 2 * max_rel + 1, dh, dtype=dtype)
+    index = scrambled_table(lq, lk, max_rel)
+    scale = 1 / math.sqrt(dh)
+    expected = scale * (q.double() @ k.double().transpose(-2, -1)
+                        + torch.einsum("bhid,ijd->bhij", q.double(), rel_k.double()[index]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(positional_encodings, "clipped_relative_positions", scrambled_table)
+        out = shaw_scores(q, k, rel_k, max_rel)
+    assert_close(out, expected, dtype, f"shaw_scores with a scrambled helper, Lq={lq} Lk={lk} k={max_rel}")
+
+
+def test_shaw_scores_with_its_own_helper_never_builds_the_whole_index_table():
+    """The fast route: with the genuine helper only a (k+2, k+2) corner of the table is asked for, not (Lq, Lk)."""
+    asked, genuine = [], positional_encodings.clipped_relative_positions
+
+    def spy(length_q, length_k, max_relative_position, *, device=None):
+        asked.append((length_q, length_k))
+        return genuine(length_q, length_k, max_relative_position, device=device)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(positional_encodings, "clipped_relative_positions", spy)
+        shaw_scores(torch.randn(1, 2, 300, 8), torch.randn(1, 2, 200, 8), torch.randn(9, 8), 4)
+    assert asked == [(6, 6)]
 
 
 def test_shaw_scores_rejects_a_negative_clipping_distance():
