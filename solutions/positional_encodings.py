@@ -247,19 +247,9 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
     # one score-sized tensor, each entry written once before the product and never read by another pass.
     scores = torch.empty(*batch, length_q, length_k, dtype=q.dtype, device=q.device)  # (B, H, Lq, Lk)
     flat = scores.view(n, length_q, length_k)  # (B*H, Lq, Lk), the same memory
-
-    def skewed(first_query, rows, first_distance, width):
-        # (i, j) lies at i * Lk + j = i * (Lk + 1) + (j - i): with a row stride of Lk + 1 the column counts the
-        # distance j - i, and a diagonal strip is a rectangle. Entry [., r, t]: query first_query + r at distance
-        # first_distance + t; a row that runs past the last key goes on in the next query's row.
-        return flat.as_strided((n, rows, width), (length_q * length_k, length_k + 1, 1),
-                               scores.storage_offset() + first_query * (length_k + 1) + first_distance)
-
-    def gathered(first_query, end_query):
-        query = torch.arange(first_query, end_query, device=q.device)  # (rows,)
-        index = (torch.arange(length_k, device=q.device) - query[:, None]).clamp(-m, m) + m  # (rows, Lk)
-        return per_distance[:, first_query:end_query].gather(-1, index.expand(n, -1, -1))  # (B*H, rows, Lk)
-
+    # (i, j) lies at i * Lk + j = i * (Lk + 1) + (j - i): with a row stride of Lk + 1 the column counts the distance
+    # j - i, and a diagonal strip is a rectangle. Such a row that runs past the last key goes on in the next query's.
+    skewed = (length_q * length_k, length_k + 1, 1)  # strides of flat, row by row along the diagonals
     if m == 0:  # every distance clips to 0
         flat.copy_(per_distance)  # (B*H, Lq, 1) broadcast over the keys
     else:
@@ -268,15 +258,17 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
         core_end = max(core, min(length_k - m + 1, length_q))
         cut = core  # from here to `before`: rows whose strip the matrix's edge cuts
         if core_end > core:
-            strip = skewed(core, core_end - core, 1 - m, 2 * m - 1)  # (B*H, core rows, 2k-1)
-            strip.copy_(per_distance[:, core:core_end, 1:2 * m])
+            strip = flat.as_strided((n, core_end - core, 2 * m - 1), skewed,
+                                    scores.storage_offset() + core * (length_k + 1) - (m - 1))  # distance 1-k on
+            strip.copy_(per_distance[:, core:core_end, 1:2 * m])  # (B*H, core rows, 2k-1)
             # Outside the strip the term is one number per row: rel_k[2k] from distance k on, rel_k[0] up to -k.
             # Row i of this view holds distances k .. Lk-1-i of query i, then -(i+1) .. -k of query i + 1
             # (Lk - 2k + 2 in all); which query a column belongs to depends on row + column alone, so that mask
             # is a strided view of one line.
             far_end = min(core_end, length_q - 1)  # the last query has no next row to run into
             far_rows, width = far_end - core, length_k - 2 * m + 2
-            far = skewed(core, far_rows, m, width)  # (B*H, far rows, Lk - 2k + 2)
+            far = flat.as_strided((n, far_rows, width), skewed,
+                                  scores.storage_offset() + core * (length_k + 1) + m)  # distance k on
             line = torch.arange(core, core + far_rows + width - 1, device=q.device) < length_k - m
             own_row = line.to(q.dtype).as_strided((far_rows, width), (1, 1))  # (far rows, width): 1 or 0
             far.copy_(per_distance[:, core + 1:far_end + 1, :1])  # rel_k[0] of query i + 1
@@ -284,12 +276,15 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
             cut = far_end
         # From query Lk + k - 1 on, every key lies k or more before the query.
         before = max(cut, min(length_q, length_k + m - 1))
-        # The at most 3k rows left, where the matrix's edge cuts the strip, are gathered as in the formula. Each write
-        # only where it has rows: after an empty in-place write, autograd refuses the next one.
+        # The at most 3k rows left, where the matrix's edge cuts the strip, gathered as in the formula.
+        rows = torch.cat((torch.arange(core, device=q.device), torch.arange(cut, before, device=q.device)))  # (R,)
+        index = (torch.arange(length_k, device=q.device) - rows[:, None]).clamp(-m, m) + m  # (R, Lk)
+        edge = per_distance[:, rows].gather(-1, index.expand(n, -1, -1))  # (B*H, R, Lk)
+        # Each write only where it has rows: after an empty in-place write, autograd refuses the next one.
         if core > 0:
-            flat[:, :core].copy_(gathered(0, core))
+            flat[:, :core].copy_(edge[:, :core])
         if before > cut:
-            flat[:, cut:before].copy_(gathered(cut, before))
+            flat[:, cut:before].copy_(edge[:, core:])
         if before < length_q:
             flat[:, before:].copy_(per_distance[:, before:, :1])
     # scores += scale * q @ k^T in the product's own kernel; through a new view, as autograd wants after writes
