@@ -408,8 +408,13 @@ def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=3
     # stride, which torch does not have).
     reversed_rows = per_offset.as_strided((per_offset.shape[0], length_q, length_k), (length_q + length_k - 1, 1, 1),
                                           per_offset.storage_offset())  # (H, Lq, Lk)
-    query_order = torch.arange(length_q - 1, -1, -1, device=device)  # (Lq,): Lq-1 .. 0
-    return reversed_rows[:, query_order].unsqueeze(0)  # (1, H, Lq, Lk): one pass over the bias, whole rows copied
+    # One pass puts the rows in query order, in a fresh tensor. flip is the faster copy, but when Lq < Lk it lays its
+    # output out key-major (torch orders two equal strides by size): there, whole rows are indexed instead.
+    if length_q >= length_k:
+        in_order = reversed_rows.flip(1)  # (H, Lq, Lk)
+    else:
+        in_order = reversed_rows[:, torch.arange(length_q - 1, -1, -1, device=device)]  # (H, Lq, Lk)
+    return in_order.contiguous().unsqueeze(0)  # (1, H, Lq, Lk); contiguous() copies only where torch chose otherwise
     ### END SOLUTION
 
 
