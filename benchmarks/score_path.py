@@ -1,13 +1,20 @@
-"""The score path, side by side: the reference against the naive, looping and Hugging Face ways.
+"""The score path, side by side: the reference against the bare matrix product, the naive, looping and Hugging Face ways.
 
 What is measured
 ----------------
 Two computations of (B, H, L, L) attention scores with relative positions, each
-in several ways, all checked to agree with the reference before anything is timed:
+in several ways, all checked to agree with the reference before anything is timed
+(all but ``bare``, which leaves the position term out):
+
+Both groups:
+* ``bare``: ``q @ k^T`` alone, the matrix product every score path contains: the
+  floor a path is measured against (``ref x bare``: the reference's time over it).
 
 Shaw et al. (relative keys, clipping distance k):
 * ``reference``: ``solutions.positional_encodings.shaw_scores``: ``q @ rel_k.T``
-  per distance, (B, H, L, 2k+1), then a gather; in place from there.
+  per distance, (B, H, L, 2k+1), written into one fresh (B, H, L, L) tensor (a
+  strip of width 2k - 1 and two constant triangles, as rectangles of a view with
+  row stride L + 1), then ``q @ k^T`` added in the product's kernel (``baddbmm_``).
 * ``naive``: the (L, L, dh) relative keys ``rel_k[index]`` built, then einsum.
 * ``loop``: a Python loop over query positions, each row vectorized.
 * ``hf``: Hugging Face's relative-key score term (Wav2Vec2-BERT's
@@ -17,7 +24,9 @@ Shaw et al. (relative keys, clipping distance k):
 
 T5 (a learned bias per distance bucket and head, scale 1 as in T5):
 * ``reference``: ``biased_scores(q, k, t5_bias(L, L, table), scale=1.0)``; the
-  buckets are computed once per distance j - i (2L - 1 of them), not per pair.
+  buckets are computed once per distance j - i (2L - 1 of them), not per pair;
+  the bias copied once from a strided view, then into the scores, where
+  ``baddbmm_`` adds ``q @ k^T`` to it.
 * ``loop``: the bias built row by row in a Python loop over query positions.
 * ``hf``: ``T5Attention.compute_bias(L, L)`` (buckets per pair) plus ``q @ k^T``.
 
@@ -80,6 +89,10 @@ def make_inputs(batch, heads, length, head_dim, max_rel, device, seed=0):
 
 
 # --------------------------------------------------------------------------- the paths
+
+
+def bare_matmul(x):
+    return x.q @ x.k.transpose(-2, -1)
 
 
 def shaw_reference(x):
@@ -150,8 +163,8 @@ def _hf_t5():
 
 def paths_of(group, hugging_face=True):
     """{name: function} for one group; a Hugging Face path only where transformers has it."""
-    paths = ({"reference": shaw_reference, "naive": shaw_naive, "loop": shaw_loop} if group == "shaw"
-             else {"reference": t5_reference, "loop": t5_loop})
+    paths = ({"bare": bare_matmul, "reference": shaw_reference, "naive": shaw_naive, "loop": shaw_loop}
+             if group == "shaw" else {"bare": bare_matmul, "reference": t5_reference, "loop": t5_loop})
     if hugging_face:
         try:
             paths["hf"] = _hf_relative_key() if group == "shaw" else _hf_t5()
@@ -261,6 +274,8 @@ def check_agree(paths, x, group):
     with torch.no_grad():
         reference = paths["reference"](x)
         for name, function in paths.items():
+            if name == "bare":  # no position term: nothing to agree on
+                continue
             got = function(x)
             if not torch.allclose(got, reference, rtol=1e-4, atol=1e-3):
                 error = (got - reference).abs().max().item()
@@ -317,26 +332,29 @@ def print_table(device, group, names, rows, args):
     print(f"\n{title} | device={device} ({clock}) | B={args.batch} H={args.heads} dh={args.head_dim} "
           f"k={args.max_rel} | median of {args.repeats} interleaved reps after {args.warmup} warm-up | "
           f"torch {torch.__version__}")
-    others = [name for name in names if name != "reference"]
-    header = (f"{'L':>6} | {'ref ms':>8} " + " ".join(f"{name + ' ms':>10} {'x ref':>7}" for name in others)
+    others = [name for name in names if name not in ("bare", "reference")]
+    header = (f"{'L':>6} | {'bare ms':>8} {'ref ms':>8} {'x bare':>7} "
+              + " ".join(f"{name + ' ms':>10} {'x ref':>7}" for name in others)
               + (f" {'floor ms':>9}" if device == "cuda" else "")
-              + f" | {'ref MiB':>8} " + " ".join(f"{name + ' MiB':>10} {'x ref':>7}" for name in others))
+              + f" | {'bare MiB':>8} {'ref MiB':>8} " + " ".join(f"{name + ' MiB':>10} {'x ref':>7}" for name in others))
     print(header)
     print("-" * len(header))
     for row in rows:
         times, memory = row["times"], row["memory"]
-        cells = [f"{row['length']:>6} | {times['reference'] * 1e3:>8.2f}"]
+        cells = [f"{row['length']:>6} | {times['bare'] * 1e3:>8.2f} {times['reference'] * 1e3:>8.2f} "
+                 f"{times['reference'] / times['bare']:>6.2f}x"]
         for name in others:
             cells.append(f"{times[name] * 1e3:>10.2f} {times[name] / times['reference']:>6.2f}x" if name in times
                          else f"{'-':>10} {'-':>7}")
         if device == "cuda":
             cells.append(f"{row['floor'] * 1e3:>9.3f}")
-        cells.append(f"| {memory['reference'] / MIB:>8.1f}")
+        cells.append(f"| {memory['bare'] / MIB:>8.1f} {memory['reference'] / MIB:>8.1f}")
         for name in others:
             cells.append(f"{memory[name] / MIB:>10.1f} {memory[name] / max(memory['reference'], 65536):>6.2f}x"
                          if name in memory else f"{'-':>10} {'-':>7}")
         print(" ".join(cells))
-    print(f"x ref > 1: slower or larger than the reference. '-': not run (the loop only up to L = "
+    print(f"x bare: the reference's time over q @ k^T's alone. x ref > 1: slower or larger than the reference. "
+          f"'-': not run (the loop only up to L = "
           f"{args.loop_max_length}). One (B, H, L, L) float32 output is {rows[-1]['out_bytes'] / MIB:.0f} MiB "
           f"at L = {rows[-1]['length']}.")
 
