@@ -22,6 +22,18 @@ Shaw et al. (relative keys, clipping distance k):
   the clipping of Shaw et al.; classic BERT dropped it in transformers 5),
   its distance table set to ``rel_k``, plus the scaled ``q @ k^T``.
 
+RoPE (the second unit; the rotate-half layout, scale 1/sqrt(dh)):
+* ``reference``: ``solutions.rotary_alibi.rope_scores(q, k, interleaved=False)``:
+  q and k rotated once each (O(L dh)), the scale folded into q, one product.
+* ``loop``: the rotation row by row in a Python loop over positions.
+* ``hf``: LLaMA's ``LlamaRotaryEmbedding`` and ``apply_rotary_pos_emb``, then the product.
+
+ALiBi (the second unit; the causal bias, scale 1/sqrt(dh)):
+* ``reference``: ``alibi_bias(L, L, alibi_slopes(H))`` with ``scale * q @ k^T`` added in the product's own
+  kernel (``baddbmm``), as the timing tier's ALiBi path runs it.
+* ``loop``: the bias built row by row in a Python loop over query positions.
+* ``hf``: BLOOM's ``build_alibi_tensor`` (``slope * j``, equal after the softmax), added to the scores.
+
 T5 (a learned bias per distance bucket and head, scale 1 as in T5):
 * ``reference``: ``biased_scores(q, k, t5_bias(L, L, table), scale=1.0)``; the
   buckets are computed once per distance j - i (2L - 1 of them), not per pair;
@@ -70,6 +82,7 @@ import torch  # noqa: E402
 
 from solutions.positional_encodings import (  # noqa: E402
     biased_scores, clipped_relative_positions, shaw_scores, t5_bias, t5_relative_position_bucket)
+from solutions.rotary_alibi import alibi_bias, alibi_slopes, rope_scores, rotary_angles  # noqa: E402
 
 DEFAULTS = dict(lengths=[256, 1024, 2048], batch=1, heads=8, head_dim=64, max_rel=16, repeats=5, warmup=1,
                 loop_max_length=1024)
@@ -161,19 +174,96 @@ def _hf_t5():
     return path
 
 
+def rope_reference(x):
+    return rope_scores(x.q, x.k, interleaved=False)  # the rotate-half layout of LLaMA, for the comparison
+
+
+def rope_loop(x):
+    """RoPE with the rotation done row by row in a Python loop over positions."""
+    half = x.q.shape[-1] // 2
+
+    def turned(t):
+        rows = []
+        for position in range(t.shape[-2]):
+            cos, sin = rotary_angles(torch.tensor([position], device=t.device), t.shape[-1])
+            a, b = t[..., position:position + 1, :half], t[..., position:position + 1, half:]
+            rows.append(torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1))
+        return torch.cat(rows, dim=-2)
+
+    return (turned(x.q) / math.sqrt(x.q.shape[-1])) @ turned(x.k).transpose(-2, -1)
+
+
+def _hf_llama():
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    def path(x):
+        heads, length, head_dim = x.q.shape[1], x.q.shape[-2], x.q.shape[-1]
+        if getattr(x, "hf_rope", None) is None:
+            config = LlamaConfig(hidden_size=heads * head_dim, num_attention_heads=heads, head_dim=head_dim,
+                                 max_position_embeddings=max(length, 2048))
+            x.hf_rope = LlamaRotaryEmbedding(config).to(x.q.device)
+        positions = torch.arange(length, device=x.q.device)[None]
+        cos, sin = x.hf_rope(x.q, positions)
+        q, k = apply_rotary_pos_emb(x.q, x.k, cos, sin)
+        return (q @ k.transpose(-2, -1)) / math.sqrt(head_dim)
+
+    return path
+
+
+def alibi_reference(x):
+    """The ALiBi path as the timing tier runs it (autograder/units/rotary_alibi/job.py): the reference's bias,
+    and scale * q @ k^T added to it in the product's own kernel."""
+    batch, heads, length, head_dim = x.q.shape
+    bias = alibi_bias(length, length, alibi_slopes(heads, device=x.q.device))  # (1, H, L, L)
+    return torch.baddbmm(bias.expand(batch, heads, length, length).reshape(batch * heads, length, length),
+                         x.q.reshape(batch * heads, length, head_dim),
+                         x.k.reshape(batch * heads, length, head_dim).transpose(1, 2),
+                         alpha=1.0 / math.sqrt(head_dim)).view(batch, heads, length, length)
+
+
+def alibi_loop(x):
+    """The ALiBi bias built row by row in a Python loop over query positions."""
+    length, heads = x.q.shape[-2], x.q.shape[1]
+    slopes = alibi_slopes(heads, device=x.q.device)
+    keys = torch.arange(length, device=x.q.device)
+    rows = [-slopes[:, None] * (i - keys).clamp(min=0) for i in range(length)]  # each (H, L)
+    return (x.q @ x.k.transpose(-2, -1)) / math.sqrt(x.q.shape[-1]) + torch.stack(rows, dim=1).unsqueeze(0)
+
+
+def _hf_bloom():
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    def path(x):
+        batch, heads, length, head_dim = x.q.shape
+        mask = torch.ones(batch, length, device=x.q.device)
+        bias = build_alibi_tensor(mask, heads, x.q.dtype).view(batch, heads, 1, length)  # slope * j (BLOOM's form)
+        return (x.q @ x.k.transpose(-2, -1)) / math.sqrt(head_dim) + bias
+
+    return path
+
+
+PATHS = {
+    "shaw": lambda: {"bare": bare_matmul, "reference": shaw_reference, "naive": shaw_naive, "loop": shaw_loop},
+    "t5": lambda: {"bare": bare_matmul, "reference": t5_reference, "loop": t5_loop},
+    "rope": lambda: {"bare": bare_matmul, "reference": rope_reference, "loop": rope_loop},
+    "alibi": lambda: {"bare": bare_matmul, "reference": alibi_reference, "loop": alibi_loop},
+}
+HUGGING_FACE = {"shaw": _hf_relative_key, "t5": _hf_t5, "rope": _hf_llama, "alibi": _hf_bloom}
+
+
 def paths_of(group, hugging_face=True):
     """{name: function} for one group; a Hugging Face path only where transformers has it."""
-    paths = ({"bare": bare_matmul, "reference": shaw_reference, "naive": shaw_naive, "loop": shaw_loop}
-             if group == "shaw" else {"bare": bare_matmul, "reference": t5_reference, "loop": t5_loop})
+    paths = PATHS[group]()
     if hugging_face:
         try:
-            paths["hf"] = _hf_relative_key() if group == "shaw" else _hf_t5()
+            paths["hf"] = HUGGING_FACE[group]()
         except ImportError:
             print(f"({group}: transformers is not installed, so there is no Hugging Face column)", file=sys.stderr)
     return paths
 
 
-GROUPS = ("shaw", "t5")
+GROUPS = ("shaw", "t5", "rope", "alibi")
 
 
 # --------------------------------------------------------------------------- memory
@@ -277,8 +367,14 @@ def check_agree(paths, x, group):
             if name == "bare":  # no position term: nothing to agree on
                 continue
             got = function(x)
-            if not torch.allclose(got, reference, rtol=1e-4, atol=1e-3):
-                error = (got - reference).abs().max().item()
+            if group == "alibi":  # BLOOM's slope * j is slope * i more per row on the keys the causal mask keeps:
+                # compare those, each row less its diagonal
+                kept = torch.ones(got.shape[-2:], dtype=torch.bool, device=got.device).tril()
+                got, expected = ((t - t.diagonal(dim1=-2, dim2=-1)[..., None]) * kept for t in (got, reference))
+            else:
+                expected = reference
+            if not torch.allclose(got, expected, rtol=1e-4, atol=1e-3):
+                error = (got - expected).abs().max().item()
                 raise AssertionError(f"{group}: {name} disagrees with the reference (max abs diff {error:.3g})")
 
 
@@ -328,7 +424,8 @@ def run(device, group, args):
 
 def print_table(device, group, names, rows, args):
     clock = f"threads={args.threads}" if device == "cpu" else "CUDA events"
-    title = {"shaw": "Shaw relative-key scores", "t5": "T5 relative-bias scores"}[group]
+    title = {"shaw": "Shaw relative-key scores", "t5": "T5 relative-bias scores", "rope": "RoPE scores (rotate half)",
+             "alibi": "ALiBi scores (causal bias)"}[group]
     print(f"\n{title} | device={device} ({clock}) | B={args.batch} H={args.heads} dh={args.head_dim} "
           f"k={args.max_rel} | median of {args.repeats} interleaved reps after {args.warmup} warm-up | "
           f"torch {torch.__version__}")

@@ -314,12 +314,17 @@ def alibi_bias(length_q, length_k, slopes, *, causal=True):
     ### BEGIN SOLUTION
     if slopes.dim() != 1:
         raise ValueError(f"slopes must be one-dimensional, one slope per head (H,), got shape {tuple(slopes.shape)}")
-    query = torch.arange(length_q, device=slopes.device)  # (Lq,)
-    key = torch.arange(length_k, device=slopes.device)  # (Lk,)
-    distance = query[:, None] - key[None, :]  # (Lq, Lk): i - j, how far back the key lies
-    distance = distance.clamp(min=0) if causal else distance.abs()  # (Lq, Lk)
-    bias = slopes[:, None, None] * (-distance).to(slopes.dtype)  # (H, Lq, Lk); negated as integers: no -0.0
-    return bias.unsqueeze(0)  # (1, H, Lq, Lk)
+    # The bias depends on i - j alone: Lq + Lk - 1 distinct distances, each computed once per head.
+    # Entry t of `line` is distance i - j = (Lq - 1) - t; row a of the strided view below starts at t = a
+    # and steps one distance per key, so it holds query Lq - 1 - a: the bias with its rows in reverse order.
+    distance = (length_q - 1) - torch.arange(max(length_q + length_k - 1, 0), device=slopes.device)  # (Lq + Lk - 1,)
+    distance = distance.clamp(min=0) if causal else distance.abs()  # how far back the key lies; 0 after i
+    line = slopes[:, None] * (-distance).to(slopes.dtype)  # (H, Lq + Lk - 1); negated as integers: no -0.0
+    backwards = line.as_strided((line.shape[0], length_q, length_k), (line.shape[1], 1, 1))  # (H, Lq, Lk), no copy
+    # One pass puts the rows in query order, in fresh memory (flip keeps rows whole only when Lq >= Lk).
+    reverse = torch.arange(length_q - 1, -1, -1, device=slopes.device)  # (Lq,): Lq - 1 .. 0
+    rows = backwards.flip(1) if length_q >= length_k else backwards[:, reverse]  # (H, Lq, Lk)
+    return rows.contiguous().unsqueeze(0)  # (1, H, Lq, Lk)
     ### END SOLUTION
 
 

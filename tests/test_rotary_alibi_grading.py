@@ -110,3 +110,56 @@ def test_every_mistake_loses_points_in_its_own_task_only(graded, path):
     if path.stem in NAMED:
         said = "\n".join(test.output for test in failed)
         assert NAMED[path.stem] in said, said
+
+
+def test_a_class_of_the_second_unit_gets_its_own_grades_csv_and_summary_and_the_unit_is_told_by_the_code(
+        tmp_path, reference):
+    import csv
+    import subprocess
+    import sys
+
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "ana.py").write_text(reference)  # named after nobody's module: the functions it defines tell
+    (folder / "ben.py").write_text(reference + "\n\n" + (FOLDER / "mistakes" / "rope_scores__keys_not_rotated.py")
+                                   .read_text(encoding="utf-8"))
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(tmp_path / "out"),
+                          "--without-gpu", "give", "--jobs", "2"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    with open(tmp_path / "out" / "grades.csv", newline="") as file:
+        rows = {row["submission"]: row for row in csv.DictReader(file)}
+    assert list(rows["ana"])[3:] == [test.id for test in UNIT.rubric.TESTS]  # the second unit's tests, in order
+    assert float(rows["ana"]["total"]) == 100 and float(rows["ben"]["rope_scores_values"]) == 0
+    summary = (tmp_path / "out" / "summary.txt").read_text()
+    assert "rope_scores" in summary and "keys are not rotated" in summary
+
+
+LOOPING_ALIBI = '''
+
+def alibi_bias(length_q, length_k, slopes, *, causal=True):
+    rows = []
+    for i in range(length_q):  # a Python loop over the query positions
+        distance = i - torch.arange(length_k, device=slopes.device)
+        distance = distance.clamp(min=0) if causal else distance.abs()
+        rows.append(slopes[:, None] * (-distance).to(slopes.dtype))
+    return torch.stack(rows, dim=1).unsqueeze(0)
+'''
+
+
+def test_the_second_units_score_paths_are_timed_and_a_loop_over_positions_gets_no_timing_points(tmp_path, reference):
+    grader = Grader(UNIT, sandbox="auto", timing_mode="cpu")
+    try:
+        (tmp_path / "reference.py").write_text(reference)
+        (tmp_path / "looping.py").write_text(reference + LOOPING_ALIBI)
+        results = {result.name: result for result in grader.grade_many([tmp_path / "reference.py",
+                                                                         tmp_path / "looping.py"])}
+    finally:
+        grader.close()
+    timed = {test.id: test for test in results["reference"].tests if test.task == "timing"}
+    assert set(timed) == {"rope_speed", "alibi_speed"}
+    for test in timed.values():
+        assert test.score > 0 and "the reference" in test.output, test.output
+    looping = {test.id: test for test in results["looping"].tests}
+    assert looping["alibi_bias_causal"].passed  # right, and slow
+    assert looping["alibi_speed"].score == 0 and "Python loop" in looping["alibi_speed"].output
+    assert looping["rope_speed"].score > 0  # the other path is not its business
