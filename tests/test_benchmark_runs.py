@@ -13,5 +13,7 @@ def test_score_path_benchmark_prints_every_path_side_by_side():
     assert run.returncode == 0, run.stderr
     for column in ("ref ms", "naive ms", "loop ms", "hf ms", "ref MiB", "hf MiB", "x ref"):
         assert column in run.stdout, column
-    assert "Shaw relative-key scores" in run.stdout and "T5 relative-bias scores" in run.stdout
-    assert sum(line.strip().startswith("64 |") for line in run.stdout.splitlines()) == 2
+    for title in ("Shaw relative-key scores", "T5 relative-bias scores", "RoPE scores", "ALiBi scores"):
+        assert title in run.stdout, title
+    assert sum(line.strip().startswith("64 |") for line in run.stdout.splitlines()) == 4  # a row per group
+    assert "x bare" in run.stdout
