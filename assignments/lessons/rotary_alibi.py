@@ -52,17 +52,17 @@ torch.manual_seed(0)
 #
 # The first unit ended part 4 with a property of the sinusoidal table: the pair `(sin tw, cos tw)` of
 # position `t + d` is the pair of position `t` *turned* by the angle `d w`. RoPE uses that property the
-# other way round. Take one pair of coordinates of a query, `q = (q_0, q_1)`, and one of a key. Turn the
-# query by `m θ` (its position `m` times a frequency `θ`) and the key by `n θ`:
+# other way round. Take one pair of coordinates of a query, $q = (q_0, q_1)$, and one of a key. Turn the
+# query by $m\theta$ (its position $m$ times a frequency $\theta$) and the key by $n\theta$:
 #
 # $$ R(m\theta)\, q \cdot R(n\theta)\, k \;=\; q \cdot R\big((n - m)\theta\big)\, k $$
 #
 # A rotation keeps lengths and angles, so only the *difference* of the two turns survives in the dot
-# product: the score of query `m` and key `n` depends on their distance `n - m`, although each was turned
+# product: the score of query $m$ and key $n$ depends on their distance $n - m$, although each was turned
 # by its own absolute position. No table is learned, nothing is added to the word vectors, and it costs
-# `O(L dh)` per sequence, before the `O(L^2)` scores.
+# $O(L \cdot d_h)$ per sequence, before the $O(L^2)$ scores.
 #
-# In numbers, for one pair and `θ = 0.3`:
+# In numbers, for one pair and $\theta = 0.3$:
 
 # %% [demo: rotation_numbers]
 def turn(pair, angle):  # a counter-clockwise rotation of one 2-vector
@@ -79,10 +79,13 @@ print("The same n - m, the same score, wherever the pair stands.")
 # %% [markdown]
 # ## 2. One angle per position and pair
 #
-# A head of size `dh` has `dh / 2` pairs, and pair `i` turns at its own speed
-# `θ_i = base^{-2i/dh}`, the frequencies of the sinusoidal table: the first pair turns by one radian per
-# position, the last pair barely at all. `rotary_angles` computes the cosines and sines of the angles
-# `t θ_i` once, for any tensor of positions.
+# A head of size $d_h$ has $d_h / 2$ pairs, and pair $i$ turns at its own speed
+#
+# $$ \theta_i = \text{base}^{-2i/d_h}, \qquad i = 0, 1, \ldots, d_h/2 - 1, $$
+#
+# the frequencies of the sinusoidal table: the first pair turns by one radian per position, the last pair
+# barely at all (its wavelength $2\pi/\theta_i$ is nearly $2\pi \cdot \text{base}$). `rotary_angles`
+# computes $\cos(t\theta_i)$ and $\sin(t\theta_i)$ once, for any tensor of positions $t$.
 
 # %% [solution: rotary_angles]
 
@@ -119,8 +122,11 @@ plt.show()
 # %% [markdown]
 # ## 3. Turning queries and keys, in two layouts
 #
-# `apply_rotary` turns every pair of a query (or key) row by its position's angles. Which coordinates
-# form a pair is a convention, and both are in use:
+# `apply_rotary` turns every pair $(a, b)$ of a query (or key) row at position $t$ by the angle $t\theta_i$:
+#
+# $$ a' = a\cos t\theta_i - b\sin t\theta_i, \qquad b' = a\sin t\theta_i + b\cos t\theta_i. $$
+#
+# Which coordinates form a pair is a convention, and both are in use:
 #
 # * **interleaved** (RoFormer, the paper): pairs `(0, 1), (2, 3), ...`, neighbours;
 # * **rotate half** (GPT-NeoX and the LLaMA family): pairs `(0, dh/2), (1, dh/2 + 1), ...`, one coordinate
@@ -224,15 +230,18 @@ plt.show()
 # %% [markdown]
 # ## 5. ALiBi: a penalty per distance, a slope per head
 #
-# ALiBi adds to the score of query `i` and key `j <= i` a penalty that grows linearly with the distance,
-# `-slope_h * (i - j)`, and each head `h` has its own fixed slope, a geometric sequence: for `n` heads a
-# power of two, `2^{-8/n}, 2^{-16/n}, ..., 2^{-8}`. A steep head looks at the last few words only, a gentle
+# ALiBi adds to the score of query $i$ and key $j \le i$ a penalty that grows linearly with the distance,
+#
+# $$ s_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_h}} - m_h\,(i - j), $$
+#
+# and each head $h$ has its own fixed slope $m_h$, a geometric sequence: for $n$ heads a power of two,
+# $m_h = 2^{-8(h+1)/n}$, from $2^{-8/n}$ down to $2^{-8}$. A steep head looks at the last few words only, a gentle
 # one reads far back. For other head counts the paper takes the slopes of the largest power of two below
 # `n`, then every other slope of twice that power. Nothing is learned, and the penalty is the same at
 # position 10 and position 10 000, which is why ALiBi reads texts longer than it was trained on.
 #
-# BLOOM writes the bias as `slope_h * j` instead: per row it differs from `-slope_h * (i - j)` by the
-# constant `slope_h * i`, and a softmax does not change when a whole row is shifted, so under the causal
+# BLOOM writes the bias as $m_h\, j$ instead: per row it differs from $-m_h (i - j)$ by the
+# constant $m_h\, i$, and a softmax does not change when a whole row is shifted, so under the causal
 # mask both give the same attention. The grader accepts that form for the causal bias (and says so);
 # without the mask (`causal=False`) it is no longer equivalent.
 
@@ -285,10 +294,10 @@ plt.show()
 # %% [markdown]
 # ## 6. Reading further than trained: position interpolation
 #
-# A RoPE model trained on `L` positions has seen the angles of positions `0 .. L-1` only. At position
-# `2L` the fast pairs have turned to angles it knows, but the slow pairs have turned further than ever,
-# and its scores go wrong. Chen et al. (2023) squeeze the positions instead: to read `4L` positions, divide
-# every position by 4, so that they fall back inside `0 .. L`, at a finer spacing, and train a little at the
+# A RoPE model trained on $L$ positions has seen the angles of positions $0 \ldots L-1$ only. At position
+# $2L$ the fast pairs have turned to angles it knows, but the slow pairs have turned further than ever,
+# and its scores go wrong. Chen et al. (2023) squeeze the positions instead, $t \mapsto t / s$: to read
+# $4L$ positions, divide every position by $s = 4$, so that they fall back inside `0 .. L`, at a finer spacing, and train a little at the
 # new length. That is `scaled_positions`.
 
 # %% [solution: scaled_positions]
