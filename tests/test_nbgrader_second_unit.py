@@ -64,7 +64,8 @@ def course(tmp_path_factory):
         (target / NOTEBOOK).write_text(json.dumps(notebook, indent=1))
     grader = Grader(UNIT, limits=Limits(wall_seconds=30, task_seconds=10), sandbox="auto", timing_mode="give")
     try:
-        cli = {result.name: result for result in grader.grade_many([course / "submitted" / name for name in students])}
+        cli = {result.name: result for result in grader.grade_many([course / "submitted" / name for name in students],
+                                                                  jobs=2)}
     finally:
         grader.close()
     run_nbgrader(["autograde", ASSIGNMENT, "--force", "--TrustedGrades.wall_seconds=30",

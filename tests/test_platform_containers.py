@@ -304,7 +304,7 @@ STABILITY = """
 import json, sys
 sys.path.insert(0, "/autograder/source")
 from autograder.grade import Grader
-grader = Grader(UNIT, sandbox="required", secrets=["/autograder/source"])
+grader = Grader("positional_encodings", sandbox="required", secrets=["/autograder/source"])
 verdicts = []
 for name in sys.argv[1:]:
     for _ in range(REPEATS):
