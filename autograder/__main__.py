@@ -83,36 +83,11 @@ def unit_of_paths(paths, named=None):
     if not found and len(units.names()) == 1:
         return units.get(units.names()[0])
     if not found:  # files of other names: the unit whose functions they define
-        guessed = unit_of_definitions(paths)
+        guessed = units.of_definitions(paths)
         if guessed is not None:
             return guessed
     which = f"they hold files of {', '.join(sorted(found))}" if found else "no file is named after a unit's module"
     raise UnitUnknown(f"say which unit these submissions are of with --unit ({', '.join(units.names())}): {which}")
-
-
-def unit_of_definitions(paths, most=50):
-    """The one unit whose task functions the submissions define (``def``/``class`` at the start of a line), read
-    as text by load() from at most ``most`` of them; None where none or several units fit equally."""
-    import re
-
-    from autograder.load import LoadError, expand, load
-
-    defined = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
-    counts = dict.fromkeys(units.names(), 0)
-    try:
-        found = expand(paths)[:most]
-    except (OSError, ValueError):
-        return None
-    for path in found:
-        try:
-            names = {name for chunk in load(path).chunks for name in defined.findall(chunk["source"])}
-        except (LoadError, OSError, ValueError):
-            continue
-        for unit in units.all_units():
-            counts[unit.name] += len(names & set(unit.rubric.TASK_OF_FUNCTION))
-    best = max(counts.values(), default=0)
-    winners = [name for name, count in counts.items() if count == best]
-    return units.get(winners[0]) if best and len(winners) == 1 else None
 
 
 def _grade(paths, args, show_feedback, sandbox, unit):

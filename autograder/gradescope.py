@@ -318,10 +318,8 @@ def unit_of_upload(submission, unit=None):
         named = set()
     if len(named) == 1:
         return named.pop()
-    from autograder.__main__ import unit_of_definitions
-
     try:  # files of other names: the unit whose functions they define; else the course's first unit
-        guessed = unit_of_definitions([submission])
+        guessed = units.of_definitions([submission])
     except Exception:
         guessed = None
     return guessed or units.all_units()[0]

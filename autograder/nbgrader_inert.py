@@ -331,14 +331,24 @@ def mathml(tex, display=False):
 
 
 class _MathRenderer(_Renderer):
+    """nbconvert's rendering with each formula written by ``mathml``; ``formulas`` counts them."""
+
+    def __init__(self, attachments=None):
+        super().__init__(attachments)
+        self.formulas = 0
+
+    def _formula(self, tex, display, fallback):
+        self.formulas += 1
+        return mathml(tex, display) or fallback
+
     def inline_math(self, body):
-        return mathml(body) or super().inline_math(body)
+        return self._formula(body, False, super().inline_math(body))
 
     def block_math(self, body):
-        return mathml(body, display=True) or super().block_math(body)
+        return self._formula(body, True, super().block_math(body))
 
     def latex_environment(self, name, body):
-        return mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display=True) or super().latex_environment(name, body)
+        return self._formula(f"\\begin{{{name}}}{body}\\end{{{name}}}", True, super().latex_environment(name, body))
 
 
 def offline_math(source, attachments=None):
@@ -348,13 +358,10 @@ def offline_math(source, attachments=None):
     alone (its formulas stay TeX). Otherwise the cell becomes its own rendering, on one line in a ``<div>``,
     with each formula written by ``mathml``; the rest is nbconvert's rendering of markdown that is safe as it is.
     """
-    rendered, active = _render(source, attachments)
-    if active:
-        return source
     renderer = _MathRenderer(attachments)
     with_math = MarkdownWithMath(renderer=renderer).render(source)
-    if with_math == rendered:
-        return source  # no formula: nothing to change
+    if renderer.active or not renderer.formulas:
+        return source  # an HTML block already (see make_inert), or no formula: nothing to change
     return _one_block(with_math)
 
 

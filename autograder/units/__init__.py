@@ -17,6 +17,7 @@ The core (load, sandbox, worker, compare, report, batch, timing, the ways in) ta
 of this through it; a new unit adds files and edits none of the core.
 """
 
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -166,8 +167,9 @@ class Unit:
         return {name: self.folder / name for name in shipped}
 
 
+@functools.lru_cache(maxsize=1)
 def names():
-    """Every unit's name, in the order of ``ORDER`` in its rubric (then by name)."""
+    """Every unit's name, in the order of ``ORDER`` in its rubric (then by name); read once per process."""
     found = [module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.ispkg]
     ordered = tuple(sorted(found, key=lambda name: (get(name).rubric.ORDER, name)))
     ids = [test.id for name in ordered for test in get(name).rubric.TESTS]
@@ -229,3 +231,28 @@ def test_named(test_id):
         return of_test(test_id).rubric.TEST_BY_ID[test_id]
     except KeyError:
         return None
+
+
+def of_definitions(paths, most=50):
+    """The one unit whose task functions the submissions define (``def``/``class`` at the start of a line), read
+    as text by load() from at most ``most`` of them; None where none or several units fit equally."""
+    import re
+
+    from autograder.load import LoadError, expand, load
+
+    defined = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
+    counts = dict.fromkeys(names(), 0)
+    try:
+        found = expand(paths)[:most]
+    except (OSError, ValueError):
+        return None
+    for path in found:
+        try:
+            seen = {name for chunk in load(path).chunks for name in defined.findall(chunk["source"])}
+        except (LoadError, OSError, ValueError):
+            continue
+        for unit in all_units():
+            counts[unit.name] += len(seen & set(unit.rubric.TASK_OF_FUNCTION))
+    best = max(counts.values(), default=0)
+    winners = [name for name, count in counts.items() if count == best]
+    return get(winners[0]) if best and len(winners) == 1 else None

@@ -13,9 +13,6 @@ def plain_slopes(num_heads, *, device=None):
     return torch.linspace(0.9, 0.1, num_heads, device=device)
 
 
-STAND_INS = {"plain_slopes": plain_slopes}
-
-
 def pair(value):
     """rotary_angles returns (cos, sin): both stacked on a new first axis, so the grader reads one tensor."""
     if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(part, torch.Tensor) for part in value) \
@@ -85,4 +82,4 @@ def scrambled_rotation(x, positions, base=10000.0, *, interleaved=True, key=(3, 
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1).to(x.dtype)
 
 
-STAND_INS.update({"scrambled_angles": scrambled_angles, "scrambled_rotation": scrambled_rotation})
+STAND_INS = {"plain_slopes": plain_slopes, "scrambled_angles": scrambled_angles, "scrambled_rotation": scrambled_rotation}
