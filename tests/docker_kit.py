@@ -19,7 +19,11 @@ What is cached, and where:
 - the root file system of the base image, as a tarball under ``KIT_DOCKER_CACHE`` (default
   ``/var/cache/kit-docker``), made with debootstrap the first time (about two minutes) and kept;
 - every image, under a tag that ends in a hash of everything that went into it, so a test reuses an
-  image whose inputs have not changed, in this session and the next ones.
+  image whose inputs have not changed, in this session and the next ones;
+- an image built with ``keep=True`` (the Gradescope ``setup.sh`` step, slow and rarely changed) is not one
+  of the run's: it carries ``kit-test.keep=<tag_hint>`` instead of the run's label, so ``.ci/run`` leaves it
+  for the next run, and building a new one for the same hint removes the kept ones before it (so at most
+  one per hint stays on disk). ``cleanup()`` without ``--run`` removes them too.
 
 Every container and image made here has the label ``kit-test=1``, and ``kit-test.run=<KIT_TEST_RUN>``
 where that variable is set. Containers are removed by ``run`` and ``build_image`` themselves; images stay
@@ -47,6 +51,7 @@ from pathlib import Path
 
 LABEL = "kit-test=1"
 RUN_LABEL = "kit-test.run"
+KEEP_LABEL = "kit-test.keep"
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -153,7 +158,7 @@ def base_image():
     return build_image(_rootfs_image(), files, BASE_CHECKS, "base")
 
 
-def build_image(base, files, script, tag_hint):
+def build_image(base, files, script, tag_hint, keep=False):
     """The tag of ``base`` after ``script`` (bash) ran in it with ``files`` copied in, built where missing.
 
     Args:
@@ -161,6 +166,7 @@ def build_image(base, files, script, tag_hint):
         files: ``{container path: host path or bytes}``; a host folder is copied with everything in it.
         script: run as ``bash -c script`` as root, with the host's network (for apt and pip).
         tag_hint: a short name for the image, e.g. ``"gradescope"``.
+        keep: a cache for later runs (see the module's doc), not an image of this run.
 
     Returns:
         ``kit-test/<tag_hint>:<hash>``, the hash taken over the base image's id, the files' paths, modes and
@@ -182,10 +188,20 @@ def build_image(base, files, script, tag_hint):
             output = (built.stdout + built.stderr).decode(errors="replace")
             raise DockerError(f"building {tag} failed (exit {built.returncode}); the end of its output:\n"
                               f"{output[-4000:]}")
-        docker("commit", *_changes(), container, tag)
+        if keep:
+            _remove_kept(tag_hint)
+        docker("commit", *_changes(keep=tag_hint if keep else None), container, tag)
     finally:
         docker("rm", "--force", "--volumes", container, check=False)
     return tag
+
+
+def _remove_kept(tag_hint):
+    """Remove the images kept for ``tag_hint`` (see ``build_image``), before a new one takes their place."""
+    kept = docker("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", f"label={KEEP_LABEL}={tag_hint}"
+                  ).stdout.decode().split()
+    if kept:
+        docker("rmi", *kept, check=False)
 
 
 @dataclass
@@ -328,10 +344,13 @@ def _labels():
     return ["--label", LABEL] + (["--label", f"{RUN_LABEL}={run_id}"] if run_id else [])
 
 
-def _changes():
-    """``--change`` options for import and commit: the labels (a commit would otherwise keep its base's run label) and a plain CMD."""
+def _changes(keep=None):
+    """``--change`` options for import and commit: the labels (a commit would otherwise keep its base's run label)
+    and a plain CMD. ``keep``: the tag hint of an image kept for later runs, which belongs to no run."""
     changes = ["LABEL " + LABEL]
-    if os.environ.get("KIT_TEST_RUN"):
+    if keep is not None:
+        changes.append(f"LABEL {RUN_LABEL}=\"\" {KEEP_LABEL}={json.dumps(keep)}")
+    elif os.environ.get("KIT_TEST_RUN"):
         changes.append(f"LABEL {RUN_LABEL}={json.dumps(os.environ['KIT_TEST_RUN'])}")
     changes.append('CMD ["bash"]')
     return [option for change in changes for option in ("--change", change)]

@@ -129,6 +129,21 @@ def test_build_image_reuses_an_image_whose_inputs_are_unchanged(base):
     assert '"kit-test":"1"' in labels
 
 
+def test_a_kept_image_outlives_the_run_s_cleanup_and_its_successor_replaces_it(base, monkeypatch):
+    monkeypatch.setenv("KIT_TEST_RUN", f"kept-probe-{os.getpid()}")
+    hint = f"keep-probe-{os.getpid()}"
+    first = docker_kit.build_image(base, {"/probe/value": b"one"}, "cp /probe/value /probe/copy", hint, keep=True)
+    child = docker_kit.build_image(first, {}, "true", f"{hint}-child")
+    try:
+        docker_kit.cleanup(os.environ["KIT_TEST_RUN"])  # the run's images go; the kept one stays
+        assert docker_kit.image_exists(first) and not docker_kit.image_exists(child)
+        second = docker_kit.build_image(base, {"/probe/value": b"two"}, "cp /probe/value /probe/copy", hint, keep=True)
+        assert docker_kit.image_exists(second) and not docker_kit.image_exists(first)
+    finally:
+        docker_kit._remove_kept(hint)
+    assert not docker_kit.image_exists(second)
+
+
 def test_require_skips_without_docker_and_fails_when_ci_requires_it(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # no docker command here
     assert "no docker command" in docker_kit.problem()

@@ -9,7 +9,6 @@ hangs, floods, forks or reads the disk, and still every notebook gets its row, e
 """
 
 import contextlib
-import csv
 import json
 import re
 import os
@@ -27,10 +26,11 @@ import pytest
 
 from autograder.units.positional_encodings import rubric
 from autograder.build import ROOT, solution_regions
-from autograder.course import COURSE, function_source, release, run_nbgrader
+from autograder.course import COURSE, function_source, release
 from autograder.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.nbgrader_bridge import BoundedExecute
+from nbgrader_class import autograde_class, shard_courses, submit_class, submitted
 from red_team_corpus import corpus, processes_named, student_notebook
 from conftest import NOTEBOOK, REFERENCE, UNIT
 
@@ -42,6 +42,7 @@ HOSTILE = tuple(corpus(Path("unused")))
 # may run 8 s and the whole notebook 25 s (the reference needs at most 2 s and 8 to 14 s here), so the
 # attack that loops in every call runs out of the notebook's budget; the kit's grader gets quick_grader's.
 CELL_SECONDS, NOTEBOOK_SECONDS = 8, 25
+SHARDS = 2  # course folders graded at once (tests/nbgrader_class.py)
 
 
 HOSTILE_CELL = """\
@@ -142,50 +143,40 @@ def course(tmp_path_factory, reference_text, quick_grader):
     traces.mkdir()
     for name, attack in corpus(traces).items():
         students[name] = student_notebook(json.loads((released / NOTEBOOK).read_text()), attack)
-    for name, notebook in students.items():
-        target = course / "submitted" / name / ASSIGNMENT
-        target.mkdir(parents=True)
-        (target / NOTEBOOK).write_text(json.dumps(notebook, indent=1))
-        shutil.copy(released / "checks.py", target)
+    # Two copies of the course, each grading half the class, at once (tests/nbgrader_class.py).
+    homes = submit_class(shard_courses(course, SHARDS), ASSIGNMENT, NOTEBOOK, students, [released / "checks.py"])
     limits = quick_grader.limits
     flags = [f"--Execute.timeout={CELL_SECONDS}", f"--BoundedExecute.notebook_seconds={NOTEBOOK_SECONDS}",
              f"--TrustedGrades.wall_seconds={limits.wall_seconds}",
              f"--TrustedGrades.task_seconds={limits.task_seconds}"]
     before = _git_status()
-    # The command-line grades, with the same limits, on the other core while nbgrader works (one at a time).
+    # The command-line grades, with the same limits, while nbgrader works (two jobs at a time: most attacks wait).
     with ThreadPoolExecutor(max_workers=1) as pool:
-        from_cli = pool.submit(quick_grader.grade_many, [course / "submitted" / name for name in students])
+        from_cli = pool.submit(quick_grader.grade_many, submitted(homes), jobs=2)
         # run_nbgrader fails on any ERROR in nbgrader's log: a config file that did not load is one, and so
         # is a submission nbgrader gave up on.
-        autograde = run_nbgrader(["autograde", ASSIGNMENT, "--force", *flags], course=course)
+        graded = autograde_class(homes, ASSIGNMENT, NOTEBOOK, flags)
         cli = {result.name: result for result in from_cli.result()}
     deadline = time.monotonic() + 5  # a killed process may take a moment to go
     while (processes_named(traces.name) or _processes_in(root)) and time.monotonic() < deadline:
         time.sleep(0.1)
     left_running = processes_named(traces.name) + _processes_in(root)
     after = _git_status()
-    run_nbgrader(["generate_feedback", ASSIGNMENT, "--force"], course=course)
-    run_nbgrader(["export", "--to", str(course / "grades.csv")], course=course)
-    return SimpleNamespace(path=course, released=released, student_folder=folder, archive=archive,
-                           students=students, autograde_log=autograde.stdout, cli=cli, traces=traces,
+    return SimpleNamespace(graded=graded, released=released, student_folder=folder, archive=archive,
+                           students=students, autograde_log=graded.log, cli=cli, traces=traces,
                            left_running=left_running, git_before=before, git_after=after)
 
 
 def _gradebook_scores(course, student):
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course.path / 'gradebook.db'}") as gradebook:
-        notebook = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
-        return {grade.name: grade.score for grade in notebook.grades}
+    return course.graded.scores(student)
 
 
 def _autograded(course, student):
-    return json.loads((course.path / "autograded" / student / ASSIGNMENT / NOTEBOOK).read_text())
+    return course.graded.autograded(student)
 
 
 def test_reference_gets_full_marks_and_the_blank_release_zero(course):
-    with open(course.path / "grades.csv", newline="") as handle:
-        totals = {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
+    totals = course.graded.totals
     assert totals["reference"] == rubric.MAX_SCORE == 100
     assert totals["blank"] == 0
     assert totals["disarms_the_checks"] == 0  # the kernel's checks were disarmed; the grade was not taken there
@@ -193,11 +184,7 @@ def test_reference_gets_full_marks_and_the_blank_release_zero(course):
 
 
 def test_each_graded_cell_carries_the_points_of_its_rubric_test(course):
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course.path / 'gradebook.db'}") as gradebook:
-        cells = {cell.name: cell.max_score for cell in gradebook.find_notebook(ASSIGNMENT, ASSIGNMENT).grade_cells}
-    assert cells == {test.id: test.points for test in rubric.TESTS}
+    assert course.graded.grade_cells() == {test.id: test.points for test in rubric.TESTS}
 
 
 def test_gradebook_agrees_with_the_command_line_grader_test_for_test(course):
@@ -328,7 +315,7 @@ def test_the_disarming_notebook_fools_its_own_kernel_but_not_the_gradebook(cours
     from nbclient import NotebookClient
 
     # In its own kernel every graded cell runs clean (this is what plain nbgrader would have graded)...
-    folder = course.path / "submitted" / "disarms_the_checks" / ASSIGNMENT
+    folder = course.graded.homes["disarms_the_checks"] / "submitted" / "disarms_the_checks" / ASSIGNMENT
     notebook = nbformat.reads((folder / NOTEBOOK).read_text(), 4)
     with _quick_capstone():
         NotebookClient(notebook, timeout=rubric.NOTEBOOK_CELL_SECONDS, kernel_name="python3", allow_errors=True,
@@ -375,7 +362,7 @@ HIDDEN_SIGNS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS", 'hidden_check("', "nbg
 
 def test_feedback_html_is_written_for_each_student_and_hides_the_hidden_tests(course):
     for student in course.students:
-        html = (course.path / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        html = course.graded.feedback(student)
         for sign in HIDDEN_SIGNS:
             assert sign not in html, (student, sign)
         assert str(rubric.SEED) not in html
@@ -386,7 +373,7 @@ def test_feedback_html_is_written_for_each_student_and_hides_the_hidden_tests(co
         for test in rubric.TESTS:
             assert f'href="#{test.id}"' in html and f">{test.id}</a>" in html, (student, test.id)
     for name in WRONG_ANSWERS:  # the failure is explained, the mistake named, not just marked
-        html = (course.path / "feedback" / name / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        html = course.graded.feedback(name)
         assert "AssertionError" in html and MISTAKE_BY_NAME[name].says in html, name
 
 

@@ -2,23 +2,31 @@
 `autograde`, `generate_feedback` and `export` on rotary_alibi, with a real kernel, and a gradebook that agrees
 test for test with `python -m autograder grade --unit rotary_alibi` on the same notebooks.
 
-A small class (the reference, the blank release, two typical mistakes, BLOOM's equivalent ALiBi form): the
-first unit's course test (test_nbgrader_course.py) runs the red-team corpus and the traps of nbgrader itself;
-this one shows that the same machinery serves a second unit unchanged.
+A small class (the reference, the blank release, two typical mistakes, BLOOM's equivalent ALiBi form) and the
+attacks of the red-team corpus that act in the kernel (IN_THE_KERNEL), each in the notebook's first solution
+cell, so that it runs in the kernel too: every
+notebook gets its row, each hostile one 0 on every test, and nothing is left running. The first unit's course
+test (test_nbgrader_course.py) checks the traps of nbgrader itself; this one shows that the same machinery
+serves a second unit unchanged.
 """
 
 import json
 import re
 import shutil
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from autograder import units
 from autograder.build import strip_markers
-from autograder.course import COURSE, function_source, notebook_name, release, run_nbgrader
+from autograder.course import COURSE, function_source, notebook_name, release
 from autograder.grade import Grader
 from autograder.sandbox import Limits
+from nbgrader_class import autograde_class, shard_courses, submit_class, submitted
+from red_team_corpus import corpus, processes_named, student_notebook
 
 UNIT = units.get("rotary_alibi")
 ASSIGNMENT, NOTEBOOK = UNIT.name, notebook_name(UNIT)
@@ -26,6 +34,22 @@ SUBMISSIONS = Path(__file__).parent / "submissions" / "rotary_alibi"
 # student name: the submission file whose one function replaces the reference's
 CHANGED = {"clockwise": "mistakes/apply_rotary__clockwise.py", "slopes_of_every_n": "mistakes/alibi_slopes__power_of_two_rule_for_every_n.py",
            "bloom_form": "mistakes/alibi_bias__key_position_form.py"}
+
+# As in the first unit's course test: a cell may run 8 s in the kernel and the whole notebook 25 s, so the
+# attacks that hang in the kernel run out of its budget quickly.
+CELL_SECONDS, NOTEBOOK_SECONDS = 8, 25
+# The grader's limits, in nbgrader and on the command line: short, for the attacks that hang (the reference's
+# slowest task takes well under a second).
+WALL_SECONDS, TASK_SECONDS = 20, 5
+# The attacks that act in the kernel or on what nbgrader reads and writes: the kernel killed or left hanging,
+# its output flooded or laced with escapes, a process left behind, the checks or the results forged, the
+# reference looked for. (The memory, process, clock and network attacks act on the grader's job, which is the
+# same machinery whatever the unit: they run over the second unit through the command line, in test_red_team.py,
+# and through nbgrader over the first unit, in test_nbgrader_course.py; here they would add minutes to CI.)
+IN_THE_KERNEL = ("patched_comparisons", "exit_at_import", "os_exit_in_a_call", "loop_at_import", "ignores_sigterm",
+                 "floods_output", "escape_sequences_in_messages", "detached_daemon", "forged_results",
+                 "forges_the_first_frame", "writes_the_results", "reads_the_reference")
+HOSTILE = [f"attack_{name}" for name in IN_THE_KERNEL]
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the course's kernel runs under bubblewrap")
 
@@ -58,33 +82,35 @@ def course(tmp_path_factory):
     students = {"reference": _filled(released, reference), "blank": released}
     for name, file in CHANGED.items():
         students[name] = _filled(released, reference, (SUBMISSIONS / file).read_text(encoding="utf-8"))
-    for name, notebook in students.items():
-        target = course / "submitted" / name / ASSIGNMENT
-        target.mkdir(parents=True)
-        (target / NOTEBOOK).write_text(json.dumps(notebook, indent=1))
-    grader = Grader(UNIT, limits=Limits(wall_seconds=30, task_seconds=10), sandbox="auto", timing_mode="give")
+    traces = root / f"red-team-{uuid.uuid4().hex[:10]}"
+    traces.mkdir()
+    attacks = corpus(traces, UNIT)
+    for name in IN_THE_KERNEL:
+        students[f"attack_{name}"] = student_notebook(released, attacks[name])
+    homes = submit_class(shard_courses(course, 2), ASSIGNMENT, NOTEBOOK, students)
+    grader = Grader(UNIT, limits=Limits(wall_seconds=WALL_SECONDS, task_seconds=TASK_SECONDS), sandbox="auto",
+                    timing_mode="give")
     try:
-        cli = {result.name: result for result in grader.grade_many([course / "submitted" / name for name in students],
-                                                                  jobs=2)}
+        with ThreadPoolExecutor(max_workers=1) as pool:  # the command line's grades while nbgrader works
+            from_cli = pool.submit(grader.grade_many, submitted(homes), jobs=2)
+            graded = autograde_class(homes, ASSIGNMENT, NOTEBOOK, [
+                f"--Execute.timeout={CELL_SECONDS}", f"--BoundedExecute.notebook_seconds={NOTEBOOK_SECONDS}",
+                f"--TrustedGrades.wall_seconds={WALL_SECONDS}", f"--TrustedGrades.task_seconds={TASK_SECONDS}"])
+            cli = {result.name: result for result in from_cli.result()}
     finally:
         grader.close()
-    run_nbgrader(["autograde", ASSIGNMENT, "--force", "--TrustedGrades.wall_seconds=30",
-                  "--TrustedGrades.task_seconds=10"], course=course)
-    run_nbgrader(["generate_feedback", ASSIGNMENT, "--force"], course=course)
-    run_nbgrader(["export", "--to", str(course / "grades.csv")], course=course)
-    return course, folder, students, cli
+    deadline = time.monotonic() + 5  # a killed process may take a moment to go
+    while processes_named(traces.name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return graded, folder, students, cli, processes_named(traces.name)
 
 
-def _gradebook(course, student):
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        notebook = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
-        return {grade.name: grade.score for grade in notebook.grades}
+def _gradebook(graded, student):
+    return graded.scores(student)
 
 
 def test_the_release_of_the_second_unit_holds_its_notebook_its_checks_and_no_answer(course):
-    _, folder, _, _ = course
+    _, folder, _, _, _ = course
     names = {path.name for path in folder.iterdir()}
     assert {NOTEBOOK, "checks.py", "capstone.py", "conftest.py", "pytest.ini", "test_rope_scores.py"} <= names
     reference = UNIT.reference_path.read_text(encoding="utf-8")
@@ -95,7 +121,7 @@ def test_the_release_of_the_second_unit_holds_its_notebook_its_checks_and_no_ans
 
 
 def test_the_gradebook_of_the_second_unit_agrees_with_the_command_line_test_for_test(course):
-    path, _, students, cli = course
+    path, _, students, cli, _ = course
     for student in students:
         book = _gradebook(path, student)
         for test in cli[student].tests:
@@ -107,7 +133,7 @@ def test_the_gradebook_of_the_second_unit_agrees_with_the_command_line_test_for_
 
 
 def test_the_mistakes_cost_their_own_task_and_bloom_s_form_is_accepted_where_it_is_equivalent(course):
-    path, _, _, _ = course
+    path, _, _, _, _ = course
     clockwise, slopes, bloom = (_gradebook(path, name) for name in ("clockwise", "slopes_of_every_n", "bloom_form"))
     lost = {test for test, score in clockwise.items() if score < UNIT.rubric.TEST_BY_ID[test].points}
     # charged in its own task only (and once: a later test that shows only the same mistake keeps its points)
@@ -116,6 +142,20 @@ def test_the_mistakes_cost_their_own_task_and_bloom_s_form_is_accepted_where_it_
     assert {UNIT.rubric.TEST_BY_ID[test].task for test in lost} - {"timing"} == {"apply_rotary"}
     assert slopes["alibi_slopes_other_counts"] == 0 and slopes["alibi_slopes_power_of_two"] == 5
     assert bloom["alibi_bias_causal"] == 6 and bloom["alibi_bias_bidirectional"] == 0
-    feedback = (path / "feedback" / "bloom_form" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    feedback = path.feedback("bloom_form")
     assert "BLOOM" in feedback and "Your results, test by test" in feedback
     assert len(re.findall(r'<math [^>]*xmlns="http://www.w3.org/1998/Math/MathML"', feedback)) > 10
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_notebook_of_the_second_unit_has_a_row_with_0_on_every_test(course, name):
+    graded, _, _, cli, _ = course
+    assert graded.scores(name) == {test.id: 0 for test in UNIT.rubric.TESTS}
+    assert graded.totals[name] == 0 and cli[name].score == 0
+
+
+def test_every_notebook_of_the_second_unit_has_its_row_and_nothing_is_left_running(course):
+    graded, _, students, _, left_running = course
+    assert set(graded.totals) == set(students)
+    assert graded.totals["reference"] == UNIT.rubric.MAX_SCORE
+    assert left_running == []

@@ -28,6 +28,9 @@ from conftest import REFERENCE, UNIT
 
 NAMES = list(corpus(ROOT / "unused"))
 SANDBOXED = bubblewrap() is not None
+# Jobs at once for the corpus: most attacks wait out a time limit, so more jobs than cores; each job's
+# memory is bounded by its control group (MEMORY_LIMIT_BYTES), so four of them hold at most 8 GiB.
+CORPUS_JOBS = 4
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +55,7 @@ def red_team(corpus_grader, tmp_path_factory, stub_text, reference_text):
     (folder / "reference.py").write_text(reference_text)
     paths.append(folder / "reference.py")
     before = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True, text=True)
-    results = {result.name: result for result in corpus_grader.grade_many(paths, jobs=2)}
+    results = {result.name: result for result in corpus_grader.grade_many(paths, jobs=CORPUS_JOBS)}
     after = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=ROOT, capture_output=True, text=True)
     deadline = time.monotonic() + 5  # a killed process may take a moment to go
     while processes_named(traces.name) and time.monotonic() < deadline:
@@ -327,7 +330,7 @@ def red_team_second_unit(tmp_path_factory):
     grader = Grader(unit, limits=Limits(wall_seconds=25, task_seconds=5, memory_bytes=MEMORY_LIMIT_BYTES),
                     sandbox="auto")
     try:
-        results = {result.name: result for result in grader.grade_many(paths, jobs=2)}
+        results = {result.name: result for result in grader.grade_many(paths, jobs=CORPUS_JOBS)}
     finally:
         grader.close()
     deadline = time.monotonic() + 5
