@@ -323,6 +323,40 @@ axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
 plt.show()
 
 # %% [markdown]
+# ### A second way: change the base, not the positions (NTK-aware scaling)
+#
+# Interpolation slows every pair by the same factor $s$, the fast ones too, and the fast pairs are the ones
+# that tell neighbours apart: after the squeeze, two neighbouring tokens are $1/s$ of a position apart, closer
+# than any two tokens the model ever saw. "NTK-aware" scaling (bloc97, 2023, on which YaRN, Peng et al. 2023,
+# builds) leaves the positions alone and raises the base instead,
+#
+# $$b' = b \, s^{d/(d-2)}, \qquad \theta'_i = b'^{-2i/d} = \theta_i \, s^{-2i/(d-2)},$$
+#
+# so the fastest pair ($i = 0$) keeps its speed exactly and the slowest ($i = d/2 - 1$) is slowed by exactly
+# $s$, like interpolation: at position $sL$ it has turned as far as it had at $L$. The pairs between are slowed
+# by a factor that grows geometrically from 1 to $s$ (for $d = 16$, $s = 4$: 1, 1.22, 1.49, ... 3.28, 4). No function to write: it is `rotary_angles` with
+# another `base`. The picture reads each pair's speed off your `rotary_angles` (the angle at position 1).
+
+# %% [demo: ntk_picture]
+head_dim, factor, base = 16, 4.0, 10000.0
+def speeds(base):  # noqa: E306 (the angle of each pair at position 1, from your rotary_angles)
+    cos, sin = rotary_angles(torch.tensor([1]), head_dim, base=base)
+    return torch.atan2(sin[0], cos[0])
+ntk_base = base * factor ** (head_dim / (head_dim - 2))
+slowdown_ntk = speeds(base) / speeds(ntk_base)
+print(f"NTK-aware base for s = {factor:g}, d = {head_dim}: {ntk_base:.0f}")
+print("slowdown of each pair, interpolation:", [factor] * (head_dim // 2))
+print("slowdown of each pair, NTK-aware:    ", [round(value, 2) for value in slowdown_ntk.tolist()])
+figure, axis = plt.subplots(layout="constrained", figsize=(7, 3.2))
+pairs = torch.arange(head_dim // 2)
+axis.plot(pairs, torch.full((head_dim // 2,), factor), "o-", label="position interpolation: every pair by s")
+axis.plot(pairs, slowdown_ntk, "s-", label="NTK-aware base: the fast pairs kept")
+axis.set(xlabel="pair i (fast to slow)", ylabel="slowdown (old speed / new)", ylim=(0, factor + 0.5),
+         title=f"two ways to read s = {factor:g} times further")
+axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
+plt.show()
+
+# %% [markdown]
 # ## 7. Speed: the score paths are tensor code
 #
 # The grader times your `rope_scores`, and the ALiBi path `q @ k^T * scale + alibi_bias(L, L,
