@@ -167,14 +167,6 @@ def course(tmp_path_factory, reference_text, quick_grader):
                            left_running=left_running, git_before=before, git_after=after)
 
 
-def _gradebook_scores(course, student):
-    return course.graded.scores(student)
-
-
-def _autograded(course, student):
-    return course.graded.autograded(student)
-
-
 def test_reference_gets_full_marks_and_the_blank_release_zero(course):
     totals = course.graded.totals
     assert totals["reference"] == rubric.MAX_SCORE == 100
@@ -189,14 +181,14 @@ def test_each_graded_cell_carries_the_points_of_its_rubric_test(course):
 
 def test_gradebook_agrees_with_the_command_line_grader_test_for_test(course):
     for student in course.students:
-        in_gradebook = _gradebook_scores(course, student)
+        in_gradebook = course.graded.scores(student)
         from_cli = {test.id: test.score for test in course.cli[student].tests}
         assert in_gradebook == from_cli, student
 
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_hostile_notebook_has_a_row_with_0_on_every_test(course, name):
-    assert _gradebook_scores(course, name) == {test.id: 0 for test in rubric.TESTS}
+    assert course.graded.scores(name) == {test.id: 0 for test in rubric.TESTS}
 
 
 def _printed(cell):
@@ -208,7 +200,7 @@ def _printed(cell):
 def _notes(course, student):
     """{cell id: the grader's notes in its outputs} of the autograded notebook."""
     return {cell.get("id"): "".join(line for line in _printed(cell).splitlines(True) if "[grader]" in line)
-            for cell in _autograded(course, student)["cells"] if cell["cell_type"] == "code"}
+            for cell in course.graded.autograded(student)["cells"] if cell["cell_type"] == "code"}
 
 
 def test_a_kernel_that_dies_ends_the_kernels_run_and_not_the_submissions(course):
@@ -247,7 +239,7 @@ def _seconds_in_the_kernel(notebook):
 
 
 def test_the_notebook_runs_in_the_kernel_for_its_budget_and_no_longer(course):
-    looping = _autograded(course, "loop_in_a_call")
+    looping = course.graded.autograded("loop_in_a_call")
     assert _seconds_in_the_kernel(looping) < NOTEBOOK_SECONDS + 2  # the last cell: interrupted, then answered
     notes = _notes(course, "loop_in_a_call")
     for cell in ("demo-learned-picture", "sinusoidal-table", "demo-t5-bias-picture"):
@@ -256,12 +248,12 @@ def test_the_notebook_runs_in_the_kernel_for_its_budget_and_no_longer(course):
 
 
 def test_a_flood_of_output_is_cut_as_it_arrives(course):
-    notebook = _autograded(course, "floods_output")
+    notebook = course.graded.autograded("floods_output")
     cell = next(cell for cell in notebook["cells"] if cell.get("id") == "demo-learned-picture")
     printed = _printed(cell)
     assert "more characters of output were left out" in printed
     assert len(printed) < 2 * rubric.OUTPUT_BYTES
-    assert len(json.dumps(notebook)) < len(json.dumps(_autograded(course, "reference")))
+    assert len(json.dumps(notebook)) < len(json.dumps(course.graded.autograded("reference")))
 
 
 def test_nothing_is_left_running_or_changed_outside(course):
@@ -273,7 +265,7 @@ def test_nothing_is_left_running_or_changed_outside(course):
 def test_a_wrong_answer_loses_only_its_own_task_and_the_timing_of_its_path(course):
     for name in WRONG_ANSWERS:
         task = MISTAKE_BY_NAME[name].task
-        scores = _gradebook_scores(course, name)
+        scores = course.graded.scores(name)
         lost = {test for test, score in scores.items() if score < rubric.TEST_BY_ID[test].points}
         untimed = {path.test for path in rubric.TIMED_PATHS if task in path.requires}
         assert {rubric.TEST_BY_ID[test].task for test in lost - untimed} == {task}, (name, lost)
@@ -282,10 +274,10 @@ def test_a_wrong_answer_loses_only_its_own_task_and_the_timing_of_its_path(cours
 
 def test_the_reference_notebook_runs_top_to_bottom_without_an_error(course):
     errors = [(_grade_id(cell) or cell.get("id"), output.get("ename"))
-              for cell in _autograded(course, "reference")["cells"] if cell["cell_type"] == "code"
+              for cell in course.graded.autograded("reference")["cells"] if cell["cell_type"] == "code"
               for output in cell.get("outputs", []) if output["output_type"] == "error"]
     assert errors == []
-    pictures = sum("image/png" in output.get("data", {}) for cell in _autograded(course, "reference")["cells"]
+    pictures = sum("image/png" in output.get("data", {}) for cell in course.graded.autograded("reference")["cells"]
                    for output in cell.get("outputs", []))
     assert pictures >= 7  # one per part with a picture
 
@@ -324,33 +316,33 @@ def test_the_disarming_notebook_fools_its_own_kernel_but_not_the_gradebook(cours
     assert len(graded) == len(rubric.TESTS)
     assert not [output for cell in graded for output in cell.outputs if output.output_type == "error"]
     # ...while the gradebook holds the kit's verdict: nothing is implemented.
-    assert set(_gradebook_scores(course, "disarms_the_checks").values()) == {0}
+    assert set(course.graded.scores("disarms_the_checks").values()) == {0}
 
 
 def test_an_edited_locked_test_cell_is_put_back_and_still_fails(course):
-    scores = _gradebook_scores(course, "edited_locked_cell")
+    scores = course.graded.scores("edited_locked_cell")
     assert scores["sinusoidal_values"] == 0
-    cell = next(c for c in _autograded(course, "edited_locked_cell")["cells"] if _grade_id(c) == "sinusoidal_values")
+    cell = next(c for c in course.graded.autograded("edited_locked_cell")["cells"] if _grade_id(c) == "sinusoidal_values")
     assert "nothing to see here" not in _source(cell) and 'hidden_check("sinusoidal_values")' in _source(cell)
 
 
 def test_a_deleted_graded_cell_is_added_back_and_graded(course):
     assert "Missing grade cell shaw_scale" in course.autograde_log
-    assert _gradebook_scores(course, "deleted_grade_cell")["shaw_scale"] == rubric.TEST_BY_ID["shaw_scale"].points
-    ids = [_grade_id(cell) for cell in _autograded(course, "deleted_grade_cell")["cells"]]
+    assert course.graded.scores("deleted_grade_cell")["shaw_scale"] == rubric.TEST_BY_ID["shaw_scale"].points
+    ids = [_grade_id(cell) for cell in course.graded.autograded("deleted_grade_cell")["cells"]]
     assert ids.index("shaw_scale") == ids.index("shaw_values") + 1
 
 
 def test_the_grade_is_the_hidden_verdict_even_where_a_visible_check_failed_in_the_kernel(course):
-    cell = next(c for c in _autograded(course, "own_buckets_in_t5_bias")["cells"] if _grade_id(c) == "t5_bias_values")
+    cell = next(c for c in course.graded.autograded("own_buckets_in_t5_bias")["cells"] if _grade_id(c) == "t5_bias_values")
     assert [output["output_type"] for output in cell["outputs"]] == ["stream"]
-    scores = _gradebook_scores(course, "own_buckets_in_t5_bias")
+    scores = course.graded.scores("own_buckets_in_t5_bias")
     assert scores["t5_bias_values"] == rubric.TEST_BY_ID["t5_bias_values"].points
     assert scores["t5_bucket_bidirectional"] == 0
 
 
 def test_a_deleted_solution_cell_costs_only_its_task_and_the_timing_of_its_path(course):
-    scores = _gradebook_scores(course, "deleted_solution_cell")
+    scores = course.graded.scores("deleted_solution_cell")
     for test, score in scores.items():
         expected = 0 if rubric.TEST_BY_ID[test].task == "t5_bias" or test == "t5_speed" else rubric.TEST_BY_ID[test].points
         assert score == expected, test

@@ -104,10 +104,6 @@ def course(tmp_path_factory):
     return graded, folder, students, cli, processes_named(traces.name)
 
 
-def _gradebook(graded, student):
-    return graded.scores(student)
-
-
 def test_the_release_of_the_second_unit_holds_its_notebook_its_checks_and_no_answer(course):
     _, folder, _, _, _ = course
     names = {path.name for path in folder.iterdir()}
@@ -120,20 +116,20 @@ def test_the_release_of_the_second_unit_holds_its_notebook_its_checks_and_no_ans
 
 
 def test_the_gradebook_of_the_second_unit_agrees_with_the_command_line_test_for_test(course):
-    path, _, students, cli, _ = course
+    graded, _, students, cli, _ = course
     for student in students:
-        book = _gradebook(path, student)
+        book = graded.scores(student)
         for test in cli[student].tests:
             if test.task == "timing":
                 continue  # timed in nbgrader's own run, against its own clock: a ratio, not the same number
             assert book[test.id] == pytest.approx(test.score), (student, test.id, test.output)
-    assert sum(_gradebook(path, "reference").values()) == UNIT.rubric.MAX_SCORE
-    assert sum(_gradebook(path, "blank").values()) == 0
+    assert sum(graded.scores("reference").values()) == UNIT.rubric.MAX_SCORE
+    assert sum(graded.scores("blank").values()) == 0
 
 
 def test_the_mistakes_cost_their_own_task_and_bloom_s_form_is_accepted_where_it_is_equivalent(course):
-    path, _, _, _, _ = course
-    clockwise, slopes, bloom = (_gradebook(path, name) for name in ("clockwise", "slopes_of_every_n", "bloom_form"))
+    graded, _, _, _, _ = course
+    clockwise, slopes, bloom = (graded.scores(name) for name in ("clockwise", "slopes_of_every_n", "bloom_form"))
     lost = {test for test, score in clockwise.items() if score < UNIT.rubric.TEST_BY_ID[test].points}
     # charged in its own task only (and once: a later test that shows only the same mistake keeps its points)
     # (the RoPE path is timed only once apply_rotary is right: its timing points wait for that, by design)
@@ -141,7 +137,7 @@ def test_the_mistakes_cost_their_own_task_and_bloom_s_form_is_accepted_where_it_
     assert {UNIT.rubric.TEST_BY_ID[test].task for test in lost} - {"timing"} == {"apply_rotary"}
     assert slopes["alibi_slopes_other_counts"] == 0 and slopes["alibi_slopes_power_of_two"] == 5
     assert bloom["alibi_bias_causal"] == 6 and bloom["alibi_bias_bidirectional"] == 0
-    feedback = path.feedback("bloom_form")
+    feedback = graded.feedback("bloom_form")
     assert "BLOOM" in feedback and "Your results, test by test" in feedback
     assert len(re.findall(r'<math [^>]*xmlns="http://www.w3.org/1998/Math/MathML"', feedback)) > 10
 
