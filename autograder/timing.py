@@ -50,7 +50,7 @@ import torch
 from autograder import limits as _limits, protocol, units
 from autograder.loop_check import findings, refuse_imports_of
 from autograder.inert import inert
-from autograder.sandbox import JOB_USERS, frame, send_all, tail
+from autograder.sandbox import JOB_USERS, ServerFailed, frame, send_all, tail
 
 refuse_imports_of(units.module_names())  # a submission's code is known in its job by its unit's module name
 SAMPLES = 96  # output entries compared after each timed pair (and after the call measured for memory)
@@ -61,13 +61,19 @@ class ChildFailed(Exception):
     """The child died, broke the protocol, or ran past its time; the message says which, for the student."""
 
 
+class ReferenceFailed(RuntimeError):
+    """The reference's job failed: a fault of the grader's, never charged to the student (see ``grade_tier``)."""
+
+
 REPLY_BYTES = 1 << 20  # the longest reply line kept; a job that sends more breaks the protocol
 
 
 class ServeChild:
     """A timing job of a fork server, with the code of ``chunks`` loaded; commands and replies are JSON lines."""
 
-    def __init__(self, server, chunks, filename, limits, unit):
+    def __init__(self, server, chunks, filename, limits, unit, reference=False):
+        self.reference = reference  # a reference job: its failures are the grader's (ReferenceFailed)
+        self.broken = False  # a request failed: its state is unknown (a late reply may be on its way), never reuse it
         self.output = tempfile.TemporaryFile()
         child_limits = {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
         if limits.processes_by_rlimit:
@@ -79,12 +85,21 @@ class ServeChild:
                              "module": unit.module_name, "unit_code": unit.job_source}).encode()
         self._commands, self._replies = self.job.input, self.job.output
         self._buffer = b""
-        if not send_all(self._commands, frame(b"S", header)):
-            raise ChildFailed(self._gone())
+        if not send_all(self._commands, frame(b"S", header)):  # no code of the submission has run yet
+            self.broken = True
+            gone = self._gone()
+            self.close()
+            raise ServerFailed(f"the timing job ended before it was sent its code ({gone})")
 
     @property
     def alive(self):
-        return not self.job.poll()
+        """Whether the job runs and may take another command: False once any request of it has failed."""
+        return not self.broken and not self.job.poll()
+
+    def _raise(self, error):
+        if self.reference:
+            raise ReferenceFailed(f"the reference's timing job failed ({error})") from None
+        raise error
 
     @property
     def worker_pid(self):
@@ -107,7 +122,19 @@ class ServeChild:
 
         The reply is checked against the protocol's form for that command before anything reads it. While
         ``watch_background`` is set, the job must have done nothing between its last reply and this command.
+        A request that fails leaves the job ``broken``: a call that ran past its time may still answer, and
+        that late reply must never be read as the answer to a later command. A reference job's failure
+        raises ReferenceFailed, the grader's fault, where a student's raises ChildFailed.
         """
+        if self.broken:
+            self._raise(ChildFailed("its job failed an earlier request"))
+        try:
+            return self._request(command, timeout)
+        except ChildFailed as error:
+            self.broken = True
+            self._raise(error)
+
+    def _request(self, command, timeout):
         if self.watch_background:
             left = self.background()
             if left:
@@ -203,6 +230,7 @@ class ServeChild:
             self._background_mark = _thread_seconds(runner, skip=runner)
 
     def close(self):
+        self.broken = True
         self.job.stop()
         self.output.close()
 
@@ -317,7 +345,7 @@ def measure(student, reference, spec, rng=None):
         reply, _ = child.request({"command": "setup", "spec": {**spec, "warmup": 0}}, SETUP_SECONDS)
         if "error" in reply:
             if child is reference:
-                raise RuntimeError(f"the reference failed on the timing inputs: {_error_text(reply)}")
+                raise ReferenceFailed(f"the reference failed on the timing inputs: {_error_text(reply)}")
             raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
     student.watch_background = True  # from here on nothing of the student's may run between its commands
     student.mark_background()
@@ -381,7 +409,7 @@ def _check_outputs(student, reference, spec, rng, which):
     mine, _ = student.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
     theirs, _ = reference.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
     if "values" not in theirs:
-        raise RuntimeError("the reference's timed call did not return a tensor")
+        raise ReferenceFailed("the reference's timed call did not return a tensor")
     if "values" not in mine:
         raise ChildFailed(f"the timed call did not return a plain tensor (it returned a "
                           f"{mine['value'].get('type_name', 'value')})")
@@ -500,11 +528,22 @@ class ReferenceChildren:
     def get(self):
         child = getattr(self._local, "child", None)
         if child is None or not child.alive:
-            child = ServeChild(self.server, self.chunks, "reference.py", self.limits, self.unit)
+            self.discard()
+            child = ServeChild(self.server, self.chunks, "reference.py", self.limits, self.unit, reference=True)
             self._local.child = child
             with self._lock:
                 self._all.append(child)
         return child
+
+    def discard(self):
+        """Stop this thread's reference job (if any): the next ``get`` starts a fresh one."""
+        child = getattr(self._local, "child", None)
+        self._local.child = None
+        if child is not None:
+            with self._lock:
+                if child in self._all:
+                    self._all.remove(child)
+            child.close()
 
     def close(self):
         with self._lock:
@@ -573,18 +612,37 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
             student = None
             try:
                 for at, path, test, lines, stand_ins in timed:
-                    if student is None or not student.alive:
-                        student = ServeChild(server, submission.chunks, submission.path.name, limits, unit)
-                    reference = references.get()
-                    student.clock = reference.clock = clock
                     if clock_note:
                         lines.append(clock_note)
-                    fraction, summary = _time_path(rubric, path, device, student, reference, lines, stand_ins)
-                    graded[at] = (test, fraction, [summary] + lines)
+                    for attempt in range(1, PATH_ATTEMPTS + 1):
+                        try:
+                            if student is None or not student.alive:  # a job that failed a path is not reused
+                                if student is not None:
+                                    student.close()
+                                student = ServeChild(server, submission.chunks, submission.path.name, limits, unit)
+                            reference = references.get()
+                            student.clock = reference.clock = clock
+                            told = list(lines)
+                            fraction, summary = _time_path(rubric, path, device, student, reference, told, stand_ins)
+                            break
+                        except (ReferenceFailed, ServerFailed):
+                            # The grader's fault (its reference job failed, or the machine could not start a
+                            # job): both jobs are started afresh and the path is timed again from the start.
+                            references.discard()
+                            if student is not None:
+                                student.close()
+                                student = None
+                            if attempt == PATH_ATTEMPTS:
+                                raise  # the row says the tier failed, through no fault of the submission
+                            time.sleep(0.5 * attempt)
+                    graded[at] = (test, fraction, [summary] + told)
             finally:
                 if student is not None:
                     student.close()  # within the hold: nothing of it runs once another's code does
     return graded
+
+
+PATH_ATTEMPTS = 3  # a path whose timing failed through the grader's fault is timed again this many times at most
 
 
 def _time_path(rubric, path, device, student, reference, lines, stand_ins=None):
