@@ -57,6 +57,17 @@ T5 (a learned bias per distance bucket and head, scale 1 as in T5):
   device's copy bandwidth measured in the same run (a 1 GiB clone): no score
   path can be faster than that.
 
+The CPU allocator (``--allocators default thp``): on the CPU much of a large
+call can be the kernel's first touch of fresh memory. glibc maps every block of
+32 MiB or more anew and each 4 KiB page of it then faults; the bare product pays
+that once (its output), a path that returns a bias and then the scores pays it
+twice. ``thp`` runs the same benchmark with ``THP_MEM_ALLOC_ENABLE=1``
+(PyTorch's switch for transparent huge pages on large CPU allocations, where the
+kernel allows them by ``madvise``), where a fault brings 2 MiB. Each allocator
+runs in a process of its own (the switch is read once per process), one after
+the other in the same run, and a last table puts each path's ``x bare`` under
+both side by side.
+
 Run from anywhere: ``python benchmarks/score_path.py`` (``--help`` for the
 flags; ``--quick`` for tiny sizes, used by a smoke test).
 """
@@ -69,6 +80,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -423,7 +435,7 @@ def run(device, group, args):
 
 
 def print_table(device, group, names, rows, args):
-    clock = f"threads={args.threads}" if device == "cpu" else "CUDA events"
+    clock = f"threads={args.threads}, {allocator_words()}" if device == "cpu" else "CUDA events"
     title = {"shaw": "Shaw relative-key scores", "t5": "T5 relative-bias scores", "rope": "RoPE scores (rotate half)",
              "alibi": "ALiBi scores (causal bias)"}[group]
     print(f"\n{title} | device={device} ({clock}) | B={args.batch} H={args.heads} dh={args.head_dim} "
@@ -473,7 +485,11 @@ def parse_args(argv=None):
                         help="auto: the CPU, plus CUDA when available (default)")
     parser.add_argument("--group", choices=["all", *GROUPS], default="all", help="which score path (default all)")
     parser.add_argument("--quick", action="store_true", help=f"tiny sizes for a smoke test: {QUICK}")
+    parser.add_argument("--allocators", nargs="+", choices=ALLOCATORS,
+                        help="run the CPU benchmark once per allocator, each in a process of its own, and end with "
+                             "the reference's x bare under each side by side (default: this process's allocator)")
     parser.add_argument("--measure-memory", nargs=3, metavar=("GROUP", "PATH", "L"), help=argparse.SUPPRESS)
+    parser.add_argument("--ratios-to", help=argparse.SUPPRESS)  # a child of --allocators writes its x bare here
     args = parser.parse_args(argv)
     for key, value in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, key) is None:
@@ -481,11 +497,55 @@ def parse_args(argv=None):
     return args
 
 
+ALLOCATORS = ("default", "thp")
+THP_SWITCH = "THP_MEM_ALLOC_ENABLE"
+
+
+def allocator_words():
+    """How this process allocates large CPU tensors, in words for a table's title."""
+    if os.environ.get(THP_SWITCH) == "1":
+        return "transparent huge pages (THP_MEM_ALLOC_ENABLE=1)"
+    return "default allocator (4 KiB pages)"
+
+
+def compare_allocators(argv, allocators):
+    """This benchmark once per allocator, each in a child process (its tables printed as they come), then a table
+    of the reference's time over the bare product's, per group and L, under each allocator side by side."""
+    rest, skipping = [], False  # this run's flags for each child, less --allocators and its values
+    for arg in (sys.argv[1:] if argv is None else argv):
+        if arg == "--allocators" or arg.startswith("--allocators="):
+            skipping = arg == "--allocators"
+        elif not (skipping and arg in ALLOCATORS):
+            skipping = False
+            rest.append(arg)
+    ratios = {}
+    for allocator in allocators:
+        environment = {key: value for key, value in os.environ.items() if key != THP_SWITCH}
+        if allocator == "thp":
+            environment[THP_SWITCH] = "1"
+        with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
+            subprocess.run([sys.executable, __file__, *rest, "--device", "cpu", "--ratios-to", out.name],
+                           env=environment, check=True)
+            ratios[allocator] = {tuple(json.loads(key)): value for key, value in json.load(open(out.name)).items()}
+    keys = sorted(set().union(*ratios.values()), key=lambda key: (GROUPS.index(key[0]), key[1]))
+    print("\nThe reference's time over the bare product's (x bare), by allocator, from the runs above")
+    header = f"{'path':>6} {'L':>6} | " + " ".join(f"{allocator:>9}" for allocator in allocators)
+    print(header)
+    print("-" * len(header))
+    for group, length in keys:
+        print(f"{group:>6} {length:>6} | " + " ".join(
+            f"{ratios[allocator][(group, length)]:>8.2f}x" if (group, length) in ratios[allocator] else f"{'-':>9}"
+            for allocator in allocators))
+    return ratios
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.measure_memory:
         measure_memory_child(args)
         return None
+    if args.allocators:
+        return compare_allocators(argv, args.allocators)
     torch.set_num_threads(args.threads)
     devices = (["cpu"] + (["cuda"] if torch.cuda.is_available() else [])) if args.device == "auto" else [args.device]
     if "cuda" in devices and not torch.cuda.is_available():
@@ -496,6 +556,10 @@ def main(argv=None):
             names, rows = run(device, group, args)
             print_table(device, group, names, rows, args)
             results[(device, group)] = rows
+    if args.ratios_to:
+        Path(args.ratios_to).write_text(json.dumps({
+            json.dumps([group, row["length"]]): row["times"]["reference"] / row["times"]["bare"]
+            for (device, group), rows in results.items() if device == "cpu" for row in rows}))
     return results
 
 

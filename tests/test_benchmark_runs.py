@@ -8,12 +8,22 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_score_path_benchmark_prints_every_path_side_by_side():
-    run = subprocess.run([sys.executable, "benchmarks/score_path.py", "--quick"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+    """Through --allocators (the benchmark in a child process, with huge pages, then the table of x bare by
+    allocator): what the default run prints is printed by that child."""
+    run = subprocess.run([sys.executable, "benchmarks/score_path.py", "--quick", "--allocators", "thp"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     for column in ("ref ms", "naive ms", "loop ms", "hf ms", "ref MiB", "hf MiB", "x ref"):
         assert column in run.stdout, column
     for title in ("Shaw relative-key scores", "T5 relative-bias scores", "RoPE scores", "ALiBi scores"):
         assert title in run.stdout, title
     assert sum(line.strip().startswith("64 |") for line in run.stdout.splitlines()) == 4  # a row per group
-    assert "x bare" in run.stdout
+    assert run.stdout.count("transparent huge pages (THP_MEM_ALLOC_ENABLE=1)") == 4  # each table says which
+    lines = run.stdout.split("by allocator, from the runs above")[1].strip().splitlines()
+    assert lines[0].split() == ["path", "L", "|", "thp"]
+    rows = {tuple(line.split()[:2]): line.split()[3] for line in lines[2:]}
+    assert sorted(rows) == sorted((group, "64") for group in ("shaw", "t5", "rope", "alibi"))
+    for (group, _), ratio in rows.items():  # the figure of its own table, carried over
+        table = run.stdout.split({"shaw": "Shaw", "t5": "T5", "rope": "RoPE", "alibi": "ALiBi"}[group], 1)[1]
+        row = next(line for line in table.splitlines() if line.strip().startswith("64 |"))
+        assert row.split()[4] == ratio
