@@ -39,6 +39,12 @@ SUBMISSION = "/autograder/submission/positional_encodings.py"
 # has no control group: the memory attacks hold up to about 2.5 GB each while they last). Eight at once were
 # slower than four on two cores (each container imports torch).
 HONEST_AT_ONCE, HOSTILE_AT_ONCE = 2, 4
+# The honest members graded one container each, through each platform's entry point: the reference, the blank
+# stubs, and mistakes that take each way through the grader (a named mistake with its hidden case kept out of
+# sight; a wrong helper whose path is timed with the grader's stand-in; a wrong bias whose path is not timed).
+# The whole sample class is graded test for test in one container by the class run below (the same grader in
+# the same tier C), so that CI does not start a container per mistake.
+ONE_BY_ONE = ("reference", "blank_stubs", "sin_cos_swapped", "i_minus_j", "scaled_bias")
 # The attacks run through PrairieLearn's entry point too: those on what differs between the two platforms (the
 # files of the layout, the results file and what reaches it, processes left behind, the other jobs). The
 # attacks on time, memory and processes meet the same grader in the same tier C as in the Gradescope
@@ -112,7 +118,8 @@ def sample_class(folder):
 
 @pytest.fixture(scope="module")
 def graded(image, tmp_path_factory):
-    """Each submission through run_autograder in a fresh container, and the same files graded on the host."""
+    """Some of the sample class (ONE_BY_ONE) and every attack through run_autograder, each in a fresh container,
+    and the whole sample class graded on the host."""
     folder = tmp_path_factory.mktemp("class")
     files, attacks = sample_class(folder)
     leftovers = folder / "leftovers.py"
@@ -125,7 +132,7 @@ def graded(image, tmp_path_factory):
         return name, ran
 
     runs = {}
-    for names, at_once in (([name for name in files if not name.startswith("attack_")], HONEST_AT_ONCE),
+    for names, at_once in ((ONE_BY_ONE, HONEST_AT_ONCE),
                            ([name for name in files if name.startswith("attack_")], HOSTILE_AT_ONCE)):
         with ThreadPoolExecutor(at_once) as pool:
             runs.update(pool.map(in_container, names))
@@ -168,7 +175,7 @@ def test_the_container_is_docker_s_default_and_the_grader_falls_back_to_a_user_p
 
 def test_the_sample_class_gets_the_host_s_scores_test_for_test(graded):
     files, _, runs, host = graded
-    for name in (name for name in files if not name.startswith("attack_")):
+    for name in ONE_BY_ONE:
         results = results_of(runs[name])
         assert_gradescope_schema(results)
         scored = {test["name"]: test["score"] for test in results["tests"] if test["name"] in rubric.TEST_BY_ID}
@@ -262,8 +269,8 @@ def assert_prairielearn_format(results):
 def prairielearn_graded(image, prairielearn_kit, tmp_path_factory):
     folder = tmp_path_factory.mktemp("prairielearn-class")
     files, attacks = sample_class(folder)
-    cases = {name: {"positional_encodings.py": text.encode()} for name, text in files.items()  # the class, and
-             if not name.startswith("attack_") or name[len("attack_"):] in ON_THE_LAYOUT}  # attacks on the layout
+    cases = {name: {"positional_encodings.py": text.encode()} for name, text in files.items()  # some of the
+             if name in ONE_BY_ONE or name[len("attack_"):] in ON_THE_LAYOUT}  # class, the attacks on the layout
     cases.update({
         "nothing": {},
         "not_a_notebook": {"positional_encodings.ipynb": b'{"cells": [\n'},
@@ -285,7 +292,7 @@ def prairielearn_graded(image, prairielearn_kit, tmp_path_factory):
 
 def test_prairielearn_grades_the_sample_class_as_the_host_does_in_its_own_format(prairielearn_graded, graded):
     files, _, _, host = graded
-    for name in [name for name in files if not name.startswith("attack_")] + ["reference_notebook"]:
+    for name in [*ONE_BY_ONE, "reference_notebook"]:
         results, _ = prairielearn_graded[name]
         name = name.replace("_notebook", "")
         assert_prairielearn_format(results)
@@ -358,19 +365,20 @@ def test_timing_verdicts_in_half_a_cpu_are_the_same_every_time(image, tmp_path, 
 
 # --- A class run inside such a container -----------------------------------------------------------------------
 
-CLASS_MEMBERS = ("reference", "sin_cos_swapped", "i_minus_j", "blank_stubs")
 CLASS_ATTACKS = ("runs_a_classmate_s_code", "detached_daemon", "many_processes", "reads_the_grader_s_memory",
                  "fills_its_private_folders", "forges_the_first_frame", "escape_sequences_in_messages")
 
 
 def test_a_class_run_in_the_container_gives_every_honest_member_its_own_score(image, graded):
-    """`python -m autograder grade` over a class in tier C: a row for everyone, each honest member the score the
-    host gives it, hostile classmates (one that looks for a finished submission to run) score 0, nothing left."""
+    """`python -m autograder grade` over a class in tier C: a row for everyone, each honest member of the sample
+    class the host's score test for test, hostile classmates (one that looks for a finished submission to run)
+    score 0, nothing left."""
     import csv
     import io
 
     files, attacks, _, host = graded
-    names = [*CLASS_MEMBERS, *(f"attack_{name}" for name in CLASS_ATTACKS)]
+    members = [name for name in files if not name.startswith("attack_")]
+    names = [*members, *(f"attack_{name}" for name in CLASS_ATTACKS)]
     command = ("chmod -R go-rwx /class /autograder/source && cd /autograder/source && PYTHONPATH=. "
                "PYTHONDONTWRITEBYTECODE=1 /autograder/venv/bin/python -m autograder grade /class --out /results "
                "-j 2; echo EXIT $?; python3 /tmp/leftovers.py")
@@ -381,8 +389,11 @@ def test_a_class_run_in_the_container_gives_every_honest_member_its_own_score(im
     assert "a user of its own per job" in ran.stdout + ran.stderr
     rows = {row["submission"]: row for row in csv.DictReader(io.StringIO(ran.files["/results/grades.csv"].decode()))}
     assert sorted(rows) == sorted(names)
-    for name in CLASS_MEMBERS:
+    for name in members:
         assert float(rows[name]["total"]) == host[name].score, name
+        differ = {test.id: (rows[name][test.id], test.score, test.output) for test in host[name].tests
+                  if float(rows[name][test.id]) != test.score}
+        assert not differ, (name, differ)
     for name in CLASS_ATTACKS:
         assert float(rows[f"attack_{name}"]["total"]) == 0, name
     assert leftovers_of(ran) == ([], [])
