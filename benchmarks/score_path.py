@@ -523,10 +523,11 @@ def compare_allocators(argv, allocators):
         environment = {key: value for key, value in os.environ.items() if key != THP_SWITCH}
         if allocator == "thp":
             environment[THP_SWITCH] = "1"
-        with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
-            subprocess.run([sys.executable, __file__, *rest, "--device", "cpu", "--ratios-to", out.name],
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "ratios.json"
+            subprocess.run([sys.executable, __file__, *rest, "--device", "cpu", "--ratios-to", str(out)],
                            env=environment, check=True)
-            ratios[allocator] = {tuple(json.loads(key)): value for key, value in json.load(open(out.name)).items()}
+            ratios[allocator] = {(group, length): ratio for group, length, ratio in json.loads(out.read_text())}
     keys = sorted(set().union(*ratios.values()), key=lambda key: (GROUPS.index(key[0]), key[1]))
     print("\nThe reference's time over the bare product's (x bare), by allocator, from the runs above")
     header = f"{'path':>6} {'L':>6} | " + " ".join(f"{allocator:>9}" for allocator in allocators)
@@ -557,9 +558,9 @@ def main(argv=None):
             print_table(device, group, names, rows, args)
             results[(device, group)] = rows
     if args.ratios_to:
-        Path(args.ratios_to).write_text(json.dumps({
-            json.dumps([group, row["length"]]): row["times"]["reference"] / row["times"]["bare"]
-            for (device, group), rows in results.items() if device == "cpu" for row in rows}))
+        Path(args.ratios_to).write_text(json.dumps([
+            [group, row["length"], row["times"]["reference"] / row["times"]["bare"]]
+            for (device, group), rows in results.items() if device == "cpu" for row in rows]))
     return results
 
 

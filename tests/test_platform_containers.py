@@ -50,10 +50,6 @@ ONE_BY_ONE = ("reference", "blank_stubs", "sin_cos_swapped", "i_minus_j", "scale
 WAITS = ("loop_at_import", "loop_in_a_call", "ignores_sigterm", "detached_daemon", "network_connection",
          "many_processes", "children_beyond_the_memory_limit", "allocates_far_beyond_the_limit")
 
-
-def longest_first(names):
-    """Attack names (``attack_<name>``) with those that wait out a limit first, the order otherwise kept."""
-    return sorted(names, key=lambda name: name[len("attack_"):] not in WAITS)
 # The attacks run through PrairieLearn's entry point too: those on what differs between the two platforms (the
 # files of the layout, the results file and what reaches it, processes left behind, the other jobs). The
 # attacks on time, memory and processes meet the same grader in the same tier C as in the Gradescope
@@ -86,6 +82,11 @@ for top in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/autograder", "/grade"
                 files.append(os.path.join(folder, name))
 print("LEFTOVERS " + repr((running, files)))
 """
+
+
+def longest_first(names):
+    """Attack names (``attack_<name>``) with those that wait out a limit first, the order otherwise kept."""
+    return sorted(names, key=lambda name: name.removeprefix("attack_") not in WAITS)
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +280,7 @@ def prairielearn_graded(image, prairielearn_kit, tmp_path_factory):
     folder = tmp_path_factory.mktemp("prairielearn-class")
     files, attacks = sample_class(folder)
     cases = {name: {"positional_encodings.py": text.encode()} for name, text in files.items()  # some of the
-             if name in ONE_BY_ONE or name[len("attack_"):] in ON_THE_LAYOUT}  # class, the attacks on the layout
+             if name in ONE_BY_ONE or name.removeprefix("attack_") in ON_THE_LAYOUT}  # class, attacks on the layout
     cases.update({
         "nothing": {},
         "not_a_notebook": {"positional_encodings.ipynb": b'{"cells": [\n'},
