@@ -110,10 +110,10 @@ class ServeChild:
     clock = "wall"  # or "cpu": each call timed by the runner's CPU time (see ``timing_clock``)
 
     def cpu_seconds(self):
-        """The CPU time of the runner, all its threads (those that ended included), read from outside it."""
-        pid = self.worker_pid
+        """The CPU time of the runner, all its threads (those that ended included), read from outside it once
+        none of them is on a CPU (see ``settled_cpu_seconds``)."""
         try:
-            return time.clock_gettime_ns(((~pid) << 3) | 2) / 1e9  # the process's CPU clock (CPUCLOCK_SCHED)
+            return settled_cpu_seconds(self.worker_pid)
         except (OSError, TypeError) as error:
             raise ChildFailed(f"its process is gone ({error})") from None
 
@@ -236,6 +236,44 @@ class ServeChild:
 
 
 QUIET_SECONDS = 0.002  # CPU time the job's other threads may use between two calls (an idle pool uses none)
+SETTLE_SECONDS = 0.5  # how long a CPU-time reading waits for the job's threads to leave the CPU
+
+
+def settled_cpu_seconds(pid, wait_seconds=SETTLE_SECONDS):
+    """Process ``pid``'s CPU time (all its threads, those that ended included), read from outside it.
+
+    The kernel brings a thread's CPU time up to date when the thread leaves the CPU (and at each scheduler
+    tick); for a process other than the caller's, the clock leaves out what a thread now on a CPU has run
+    since then. Read just after a job's reply, while its runner is still on its way back to waiting for the
+    next command, it could miss the whole call: a call shorter than a tick once read 0 s, in a container of
+    half a CPU. So the clock is read once no thread of the process is running, and its main thread has not
+    run again in between (its count of voluntary switches is the same before and after the reading); after
+    ``wait_seconds`` of threads that keep working, it is read as it is (the background check then sees them).
+    """
+    clock = ((~pid) << 3) | 2  # the process's CPU clock (CPUCLOCK_SCHED)
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        before = _scheduling(pid)
+        seconds = time.clock_gettime_ns(clock) / 1e9
+        if (before is not None and before == _scheduling(pid)) or time.monotonic() >= deadline:
+            return seconds
+        time.sleep(0.0002)
+
+
+def _scheduling(pid):
+    """(voluntary switches of the main thread, states of every thread) of ``pid``, or None while one runs."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+        states = []
+        for thread in threads:
+            states.append(Path(f"/proc/{pid}/task/{thread}/stat").read_text().rsplit(")", 1)[1].split()[0])
+        switches = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                        if line.startswith("voluntary_ctxt_switches:"))
+    except (OSError, StopIteration, IndexError):
+        return None  # gone, or a thread ended while it was read: read again
+    if "R" in states:
+        return None
+    return switches, tuple(states)
 
 
 def _thread_seconds(pid, skip):
@@ -379,6 +417,8 @@ def measure(student, reference, spec, rng=None):
             child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
             seconds[child] = _run(child, spec, rng)
         _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}")
+        if min(seconds.values()) <= 0:  # no call takes no time: the clock failed, the machine's fault
+            raise ServerFailed(f"a clock read {min(seconds.values()):g} s for a call of timed pair {pair + 1}")
         ratios.append(seconds[student] / seconds[reference])
         student_times.append(seconds[student])
         reference_times.append(seconds[reference])
