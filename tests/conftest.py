@@ -20,6 +20,17 @@ SOURCE = source_folder(UNIT)
 NOTEBOOK = notebook_name(UNIT)
 
 
+# The files whose module fixtures take minutes (nbgrader's course runs, the platforms' containers), started first:
+# pytest's two workers (pyproject's -n 2, a file each at a time) then share out the short files and end together.
+SLOWEST_FIRST = ("test_platform_containers.py", "test_nbgrader_course.py", "test_nbgrader_second_unit.py",
+                 "test_docker_kit.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: at for at, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's tests keep their order
+
+
 @pytest.fixture(scope="session")
 def grader():
     return Grader(UNIT, sandbox="auto")  # bubblewrap where installed (CI installs it), else a warning

@@ -179,6 +179,21 @@ def build_image(base, files, script, tag_hint, keep=False):
     tag = f"kit-test/{tag_hint}:{_digest([base_id, _files_digest(files), script])}"
     if image_exists(tag):
         return tag
+    with _building(tag):
+        return tag if image_exists(tag) else _build(base, files, script, tag, tag_hint, keep)
+
+
+def _building(tag):
+    """A lock held while ``tag`` is made, so that test processes that need the same image at once (pytest's
+    workers) make it once: the second waits, then finds it."""
+    folder = Path(tempfile.gettempdir()) / "kit-test-docker-locks"
+    folder.mkdir(exist_ok=True)
+    lock = open(folder / f"{_digest(tag)}.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock  # the lock goes with the file, closed at the end of the with block
+
+
+def _build(base, files, script, tag, tag_hint, keep):
     container = _new_name()
     try:
         docker("create", "--name", container, *_labels(), "--network", "host", base, "bash", "-c", script)
@@ -292,9 +307,11 @@ def _rootfs_image():
     tag = f"kit-test/{SUITE}-minbase:{_digest(_rootfs_recipe())}"
     if image_exists(tag):
         return tag
-    if not tarball.is_file():
-        _make_rootfs_tarball(tarball)
-    docker("import", *_changes(), str(tarball), tag, timeout=BUILD_TIMEOUT)
+    with _building(tag):
+        if not image_exists(tag):
+            if not tarball.is_file():
+                _make_rootfs_tarball(tarball)
+            docker("import", *_changes(), str(tarball), tag, timeout=BUILD_TIMEOUT)
     return tag
 
 

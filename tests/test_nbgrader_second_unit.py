@@ -3,11 +3,10 @@
 test for test with `python -m autograder grade --unit rotary_alibi` on the same notebooks.
 
 A small class (the reference, the blank release, two typical mistakes, BLOOM's equivalent ALiBi form) and the
-attacks of the red-team corpus that act in the kernel (IN_THE_KERNEL), each in the notebook's first solution
-cell, so that it runs in the kernel too: every
-notebook gets its row, each hostile one 0 on every test, and nothing is left running. The first unit's course
-test (test_nbgrader_course.py) checks the traps of nbgrader itself; this one shows that the same machinery
-serves a second unit unchanged.
+whole red-team corpus (tests/red_team_corpus.py), as over the first unit, each attack in the notebook's first
+solution cell, so that it runs in the kernel too: every notebook gets its row, each hostile one 0 on every test,
+and nothing is left running. The first unit's course test (test_nbgrader_course.py) checks the traps of nbgrader
+itself; this one shows that the same machinery serves a second unit unchanged.
 """
 
 import json
@@ -41,14 +40,7 @@ CELL_SECONDS, NOTEBOOK_SECONDS = 8, 25
 # The grader's limits, in nbgrader and on the command line: short, for the attacks that hang (the reference's
 # slowest task takes well under a second).
 WALL_SECONDS, TASK_SECONDS = 20, 5
-# The attacks that act in the kernel or on what nbgrader reads and writes, and end quickly: the kernel killed,
-# its output laced with escapes, the checks or the results forged, the reference looked for. (Those that hang
-# the kernel or wait out a limit, and the memory, process and network attacks, meet the same machinery
-# whatever the unit: they run through nbgrader over the first unit, in test_nbgrader_course.py, and over the
-# second through the command line, in test_red_team.py; here they would add minutes to CI.)
-IN_THE_KERNEL = ("patched_comparisons", "exit_at_import", "os_exit_in_a_call", "escape_sequences_in_messages",
-                 "forged_results", "forges_the_first_frame", "writes_the_results", "reads_the_reference")
-HOSTILE = [f"attack_{name}" for name in IN_THE_KERNEL]
+HOSTILE = [f"attack_{name}" for name in corpus(Path("unused"), UNIT)]
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the course's kernel runs under bubblewrap")
 
@@ -83,9 +75,8 @@ def course(tmp_path_factory):
         students[name] = _filled(released, reference, (SUBMISSIONS / file).read_text(encoding="utf-8"))
     traces = root / f"red-team-{uuid.uuid4().hex[:10]}"
     traces.mkdir()
-    attacks = corpus(traces, UNIT)
-    for name in IN_THE_KERNEL:
-        students[f"attack_{name}"] = student_notebook(released, attacks[name])
+    for name, attack in corpus(traces, UNIT).items():
+        students[f"attack_{name}"] = student_notebook(released, attack)
     homes = submit_class(shard_courses(course, 2), ASSIGNMENT, NOTEBOOK, students)
     grader = Grader(UNIT, limits=Limits(wall_seconds=WALL_SECONDS, task_seconds=TASK_SECONDS), sandbox="auto",
                     timing_mode="give")
