@@ -6,7 +6,10 @@ cell. A binding the check cannot read (exec, globals(), sys.modules...) is a fin
 student understands. Honest code, written in any of the usual ways, gives no finding.
 """
 
+import gc
 import sys
+import threading
+import time
 import types
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 
 from autograder.build import strip_markers
 from autograder.compare import assert_no_loops, loops_in
+from autograder.loop_check import findings
 from conftest import REFERENCE, UNIT
 
 ALTERNATIVES = sorted((Path(__file__).parent / "submissions" / "alternatives").glob("*.py"))
@@ -502,3 +506,43 @@ def test_a_memoized_loop_bound_by_assignment_gets_no_timing_points(tmp_path, ref
     shaw = tests["shaw_speed"]
     assert shaw.score == 0, shaw.output
     assert "Python loop" in shaw.output and "_slow, line 7: for i in range(q.shape[-2]):" in shaw.output, shaw.output
+
+
+class _GilReleasingGarbage:
+    """A cycle whose collection runs Python code that lets another thread in, as a grader's closed files and
+    finished processes may when the collector runs in the middle of a parse."""
+
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        time.sleep(0.0001)
+
+
+def test_the_loop_check_of_submissions_graded_at_once_in_threads_never_fails(reference_text):
+    """A class is graded several submissions at once, in threads of one grader: the check of one must not break
+    the check of another (CPython's ast.parse mixes up the depth counts of two threads that parse at once)."""
+    expected = findings(reference_text, SHAW_PATH)
+    outcomes, failures = [], []
+
+    def check(number):
+        for repeat in range(25):
+            for _ in range(3):
+                _GilReleasingGarbage()  # collected during the next parse, when the collector next runs
+            try:  # a text of its own each time: the check keeps the programs it read
+                outcomes.append(findings(f"{reference_text}\n# {number}.{repeat}\n", SHAW_PATH))
+            except Exception as error:  # noqa: BLE001 -- what a grading thread would have died of
+                failures.append(repr(error))
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(100, 10, 10)
+    try:
+        threads = [threading.Thread(target=check, args=(number,)) for number in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        gc.set_threshold(*thresholds)
+    assert failures == []
+    assert outcomes == [expected] * 100

@@ -22,6 +22,7 @@ import ast
 import builtins
 import functools
 import sys
+import threading
 
 
 def loops_in(sources, names):
@@ -204,6 +205,13 @@ _REFUSED_ATTRIBUTES = {  # whatever they are an attribute of
 _REFUSED_STORES = {"__call__", "__wrapped__", "__class__", "__defaults__", "__kwdefaults__", "__bases__", "__closure__",
                    "cell_contents", "__getattr__", "__getattribute__"}
 _REFUSED_MODULE_NAMES = {"__getattr__", "__builtins__", "__dict__", "__class__"}
+
+
+# ast.parse keeps one depth count for the whole interpreter, not one per thread: when a garbage collection in the
+# middle of one parse runs Python code (a finalizer) and another thread parses meanwhile, the first raises
+# SystemError("AST constructor recursion depth mismatch"), a CPython bug (gh-106905 and its kin). The grader
+# grades several submissions at once in threads: one parse at a time.
+_PARSING = threading.Lock()
 
 
 def refuse_imports_of(module_names):
@@ -490,7 +498,8 @@ class _Program:
         self._defined = set()  # names certainly bound by the statements read so far
         for label, text in sources:
             try:
-                tree = ast.parse(text)
+                with _PARSING:
+                    tree = ast.parse(text)
             except SyntaxError:
                 continue  # the grader reports code that does not parse elsewhere; none of it runs
             self._statements(tree.body, label, text.splitlines(), None, False, [True])
