@@ -36,7 +36,7 @@ TIMING_SIZES = {
     "cuda": {"batch": 8, "heads": 16, "length": 2048, "head_dim": 64, "dtypes": ("float32", "bfloat16")},
     "cpu": {"batch": 1, "heads": 4, "length": 384, "head_dim": 32, "dtypes": ("float32",)},
 }
-TIMING_WARMUP = 0  # calls before the timed pairs, besides the call measured for memory (which warms up too)
+TIMING_WARMUP = 0  # calls before the timed pairs, besides the first call (untimed) and the call measured for memory
 TIMING_REPEATS = 15  # interleaved student/reference pairs at most; the figure is the median ratio
 # Pairs timed before the verdict may be taken: it is taken then when every ratio so far lies on the same side
 # of every band's limit (the reference against itself, 1.0-1.3x, settles at once; a path near a limit gets

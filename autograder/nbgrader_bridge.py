@@ -112,12 +112,11 @@ def _time_in_kernel(unit, test, namespace):
 
     from autograder.loop_check import _sources_of, loops_in
     from autograder.grade import TestResult
-    from autograder.timing import fraction_for, share_words
+    from autograder.timing import fraction_for, share_words, value_tests
 
     rubric, reference = unit.rubric, unit.reference
     path = next(path for path in rubric.TIMED_PATHS if path.test == test.id)
-    failing = [other.id for task in path.requires for other in rubric.tests_of(task)
-               if not run_test(other.id, namespace).passed]
+    failing = [other.id for other in value_tests(rubric, path.requires) if not run_test(other.id, namespace).passed]
     if failing:
         return TestResult(test.id, test.task, 0, test.points, f"Not timed: {', '.join(failing)} must pass first.")
     # The notebook's cells as they ran (IPython keeps them), so that helpers and bindings are followed too.

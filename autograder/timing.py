@@ -26,7 +26,8 @@ own line). Otherwise:
   Between its reply and the next command the student's job must do nothing:
   no other process, and no CPU time on threads other than the runner's (read
   in /proc before each command); work done in the background would go untimed.
-* Peak memory of one call beyond its inputs: the job's control group's
+* Peak memory of one call beyond its inputs, on a call after the first (what a path does once, an import or
+  a table built, is not what each call needs): the job's control group's
   high-water mark (all its processes, read and restarted from outside the
   job); without control groups, the kernel's high-water mark of the process
   (``/proc/PID/status``, restarted through ``clear_refs``, which the process
@@ -388,8 +389,14 @@ def measure(student, reference, spec, rng=None):
     student.watch_background = True  # from here on nothing of the student's may run between its commands
     student.mark_background()
     extra = {}
-    # One call of each, alone, for its peak memory beyond its inputs (built before the peak is restarted), with
-    # every large tensor in a fresh mapping for that call, so that none reuses memory freed earlier.
+    # One call of each first, untimed and unmeasured: what a path does once (import a module, load its kernels,
+    # fill a cache of the library's) is not memory that its calls need.
+    seed = rng.getrandbits(48)
+    for child in (student, reference):
+        child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
+        _run(child, spec, rng)
+    # Then one call of each, alone, for its peak memory beyond its inputs (built before the peak is restarted),
+    # with every large tensor in a fresh mapping for that call, so that none reuses memory freed earlier.
     seed = rng.getrandbits(48)
     for child in (student, reference):
         prepared, _ = child.request({"command": "prepare", "seed": seed, "fresh_mappings": True}, SETUP_SECONDS)
@@ -594,8 +601,21 @@ class ReferenceChildren:
 
 def static_check(chunks, path, unit):
     """[(kind, text)]: loops (or recursion) in the path's functions and what they reach, and the bindings the
-    check cannot follow ("refused"), from the submission's source."""
-    return findings([(chunk["label"], chunk["source"]) for chunk in chunks], list(path.functions))
+    check cannot follow ("refused"), from the submission's source. In the path's per-head functions (inputs
+    that hold no position: a loop there runs once per head) only the bindings the check cannot follow count."""
+    sources = [(chunk["label"], chunk["source"]) for chunk in chunks]
+    found = findings(sources, list(path.functions))
+    if path.per_head:
+        found += [finding for finding in findings(sources, list(path.per_head))
+                  if finding[0] == "refused" and finding not in found]
+    return found
+
+
+def value_tests(rubric, tasks):
+    """The tests of ``tasks`` that check what their functions compute: a path is timed once these pass. A test of
+    what a function refuses (one that ``needs`` another) says nothing of the timed call: a missing ValueError is
+    charged there, once, not again in the timing tier."""
+    return [test for task in tasks for test in rubric.tests_of(task) if not test.needs]
 
 
 def grade_tier(unit, submission, passed, mode, references, machine, limits, server):
@@ -614,7 +634,7 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
     graded, timed = [], []
     for path in rubric.TIMED_PATHS:
         test = rubric.TEST_BY_ID[path.test]
-        failing = [t.id for task in path.requires for t in rubric.tests_of(task) if t.id not in passed]
+        failing = [t.id for t in value_tests(rubric, path.requires) if t.id not in passed]
         if failing:
             graded.append((test, 0, [f"Not timed: every correctness test of this path must pass first, "
                                      f"and {', '.join(failing)} did not."]))
@@ -634,7 +654,7 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
         lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
         stand_ins = {}
         for task, helper, stand_in in path.helpers:
-            wrong = [t.id for t in rubric.tests_of(task) if t.id not in passed]
+            wrong = [t.id for t in value_tests(rubric, (task,)) if t.id not in passed]
             if wrong:  # its own task has its points already; the path is timed without it
                 stand_ins[helper] = stand_in
                 lines.append(f"Timed with the grader's stand-in for {helper} in its place: {', '.join(wrong)} "

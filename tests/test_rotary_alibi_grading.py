@@ -137,6 +137,8 @@ def test_a_class_of_the_second_unit_gets_its_own_grades_csv_and_summary_and_the_
 LOOPING_ALIBI = '''
 
 def alibi_bias(length_q, length_k, slopes, *, causal=True):
+    if slopes.dim() != 1:
+        raise ValueError("slopes must be (H,)")
     rows = []
     for i in range(length_q):  # a Python loop over the query positions
         distance = i - torch.arange(length_k, device=slopes.device)
@@ -146,13 +148,77 @@ def alibi_bias(length_q, length_k, slopes, *, causal=True):
 '''
 
 
+# The slopes in a Python list, one entry per head (as the ALiBi authors build them), from Python floats rounded once
+# to float32 (a few ulps from BLOOM's float32 powers, which the cases allow).
+SLOPES_IN_A_LIST = '''
+
+def alibi_slopes(num_heads, *, device=None):
+    if num_heads < 1:
+        raise ValueError(f"need one head or more, got {num_heads}")
+    closest = 1 << (num_heads.bit_length() - 1)
+    slopes = [2.0 ** (-8.0 * (h + 1) / closest) for h in range(closest)]
+    slopes += [2.0 ** (-4.0 * (2 * h + 1) / closest) for h in range(num_heads - closest)]
+    return torch.tensor(slopes, dtype=torch.float32, device=device)
+'''
+# The slopes rebind the bias's helper through globals() while the path runs: the loop check cannot follow that.
+SLOPES_THAT_REBIND = '''
+
+def _penalty(distance, slopes):
+    return slopes[:, None, None] * (-distance).to(slopes.dtype)
+
+
+def alibi_bias(length_q, length_k, slopes, *, causal=True):
+    if slopes.dim() != 1:
+        raise ValueError("slopes must be (H,)")
+    distance = torch.arange(length_q)[:, None] - torch.arange(length_k)[None, :]
+    distance = distance.clamp(min=0) if causal else distance.abs()
+    return _penalty(distance, slopes).unsqueeze(0)
+
+
+def alibi_slopes(num_heads, *, device=None):
+    globals()["_penalty"] = _penalty
+    return 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, device=device) / num_heads)
+'''
+# Right on every valid call, but no ValueError for slopes of another shape.
+BIAS_WITHOUT_ITS_VALUE_ERROR = '''
+
+def alibi_bias(length_q, length_k, slopes, *, causal=True):
+    distance = torch.arange(length_q)[:, None] - torch.arange(length_k)[None, :]
+    distance = distance.clamp(min=0) if causal else distance.abs()
+    return (slopes.reshape(-1, 1, 1) * (-distance).to(slopes.dtype)).unsqueeze(0)
+'''
+# LLaMA's way: cos and sin of whole positions looked up in a table of 2^18 positions, built on the first call (about
+# 70 MB at dh = 32, once), computed for positions the table does not hold.
+ANGLE_TABLE = '''
+
+_TABLES = {}
+
+
+def rotary_angles(positions, head_dim, base=10000.0, *, dtype=torch.float32):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError(f"head_dim must be a positive even number, got {head_dim}")
+    theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64, device=positions.device) / head_dim)
+    if positions.is_floating_point() or positions.numel() == 0 or not 0 <= int(positions.min()) <= int(positions.max()) < 1 << 18:
+        angle = positions.to(torch.float64)[..., None] * theta
+        return angle.cos().to(dtype), angle.sin().to(dtype)
+    key = (head_dim, float(base), positions.device)
+    if key not in _TABLES:
+        angle = torch.arange(1 << 18, dtype=torch.float64, device=positions.device)[:, None] * theta
+        _TABLES[key] = (angle.cos(), angle.sin())
+    cos, sin = _TABLES[key]
+    return cos[positions].to(dtype), sin[positions].to(dtype)
+'''
+
+
 def test_the_second_units_score_paths_are_timed_and_a_loop_over_positions_gets_no_timing_points(tmp_path, reference):
+    variants = {"reference": reference, "looping": reference + LOOPING_ALIBI,
+                "slopes_in_a_list": reference + SLOPES_IN_A_LIST, "slopes_that_rebind": reference + SLOPES_THAT_REBIND,
+                "angle_table": reference + ANGLE_TABLE, "no_value_error": reference + BIAS_WITHOUT_ITS_VALUE_ERROR}
+    for name, text in variants.items():
+        (tmp_path / f"{name}.py").write_text(text)
     grader = Grader(UNIT, sandbox="auto", timing_mode="cpu")
     try:
-        (tmp_path / "reference.py").write_text(reference)
-        (tmp_path / "looping.py").write_text(reference + LOOPING_ALIBI)
-        results = {result.name: result for result in grader.grade_many([tmp_path / "reference.py",
-                                                                         tmp_path / "looping.py"])}
+        results = {result.name: result for result in grader.grade_many([tmp_path / f"{name}.py" for name in variants])}
     finally:
         grader.close()
     timed = {test.id: test for test in results["reference"].tests if test.task == "timing"}
@@ -163,3 +229,20 @@ def test_the_second_units_score_paths_are_timed_and_a_loop_over_positions_gets_n
     assert looping["alibi_bias_causal"].passed  # right, and slow
     assert looping["alibi_speed"].score == 0 and "Python loop" in looping["alibi_speed"].output
     assert looping["rope_speed"].score > 0  # the other path is not its business
+    # A loop over the heads in alibi_slopes is no loop over positions: its path keeps every timing point.
+    listed = {test.id: test for test in results["slopes_in_a_list"].tests}
+    assert results["slopes_in_a_list"].score == UNIT.rubric.MAX_SCORE, [(t.id, t.output) for t in listed.values()
+                                                                        if not t.passed]
+    # But what alibi_slopes binds while the path runs is still read: a binding the check cannot follow costs them.
+    rebinding = {test.id: test for test in results["slopes_that_rebind"].tests}
+    assert rebinding["alibi_bias_causal"].passed and rebinding["alibi_speed"].score == 0, rebinding["alibi_speed"].output
+    assert "globals()" in rebinding["alibi_speed"].output, rebinding["alibi_speed"].output
+    # What a path does once, on its first call (a table of cos and sin built, LLaMA's cache), is not memory that
+    # each of its calls needs: the memory is measured on a call after the first.
+    # A missing ValueError is charged once, in its own test: the path computes the same, and is timed.
+    lost = {test.id for test in results["no_value_error"].tests if not test.passed}
+    assert lost == {"alibi_bias_invalid_args"}, [(t.id, t.output) for t in results["no_value_error"].tests
+                                                 if not t.passed]
+    table = {test.id: test for test in results["angle_table"].tests}
+    assert results["angle_table"].score == UNIT.rubric.MAX_SCORE, [(t.id, t.output) for t in table.values()
+                                                                   if not t.passed]

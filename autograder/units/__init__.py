@@ -66,6 +66,10 @@ class TimedPath:
     # arithmetic of the same cost as the helper), in both jobs; the helper's loop check still applies.
     helpers: tuple = ()
     settings: tuple = ()  # (name, value) pairs passed to the job's score_path and timing_inputs in the spec
+    # The student's functions on the path whose inputs hold no position (a number of heads, say): a loop there
+    # runs once per head, not per position, and is allowed (the ALiBi authors build their slopes in a list); the
+    # bindings the loop check cannot follow are still refused there.
+    per_head: tuple = ()
     describe: str = ""  # the call timed, as the feedback names it
 
 

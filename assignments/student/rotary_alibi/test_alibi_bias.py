@@ -1,5 +1,6 @@
 """Self-checks for task alibi_bias: alibi_bias. Run: pytest -k alibi_bias"""
 
+import pytest
 import torch
 
 from checks import assert_close
@@ -26,3 +27,8 @@ def test_alibi_bias_matches_the_worked_example():
 def test_alibi_bias_is_constant_along_each_diagonal():
     bias = alibi_bias(6, 6, torch.tensor([0.3, 0.7]), causal=False)[0]
     assert torch.equal(bias[:, 1:, 1:], bias[:, :-1, :-1]), "the bias must depend on i - j only"
+
+
+def test_alibi_bias_rejects_slopes_that_are_not_one_per_head():
+    with pytest.raises(ValueError):
+        alibi_bias(3, 3, torch.tensor([[0.5], [0.25]]))  # (2, 1): slopes are (H,)

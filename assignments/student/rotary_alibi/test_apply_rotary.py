@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 
 from checks import assert_close
@@ -50,3 +51,18 @@ def test_apply_rotary_uses_the_positions_it_is_given():
     shifted = apply_rotary(x, torch.arange(10, 13))
     first = apply_rotary(x, torch.arange(3))
     assert not torch.allclose(shifted, first), "positions 10..12 must turn the rows further than 0..2"
+
+
+def test_apply_rotary_takes_positions_of_their_own_for_each_sequence():
+    x = torch.randn(2, 3, 4, 8, dtype=torch.float64)
+    positions = torch.tensor([[[0, 1, 2, 3]], [[50, 51, 52, 53]]])  # (B, 1, L): the second sequence from 50 on
+    got = apply_rotary(x, positions)
+    assert_close(got[1], apply_rotary(x[1], torch.arange(50, 54)), what="sequence 1 of the batch, at 50..53",
+                 atol=1e-9, hint="positions of shape (B, 1, L) broadcast against x of shape (B, H, L, dh).")
+
+
+def test_apply_rotary_rejects_an_odd_head_dim_and_positions_of_the_wrong_length():
+    with pytest.raises(ValueError):
+        apply_rotary(torch.randn(4, 7), torch.arange(4))  # dh = 7: coordinates turn in pairs
+    with pytest.raises(ValueError):
+        apply_rotary(torch.randn(4, 8), torch.arange(3))  # 4 rows, 3 positions

@@ -21,3 +21,11 @@ def test_scaled_positions_matches_the_worked_example():
 def test_scaled_positions_rejects_a_factor_that_is_not_positive_and_finite(factor):
     with pytest.raises(ValueError):
         scaled_positions(torch.arange(3), factor=factor)
+
+
+def test_scaled_positions_gives_float32_for_half_and_integer_positions_and_takes_any_positive_factor():
+    for positions in (torch.arange(4, dtype=torch.float16), torch.arange(4, dtype=torch.int32)):
+        got = scaled_positions(positions, factor=2.0)
+        assert got.dtype == torch.float32, f"{positions.dtype} positions should give float32, got {got.dtype}"
+    assert_close(scaled_positions(torch.arange(3), factor=0.5), torch.tensor([0.0, 2.0, 4.0]),
+                 what="scaled_positions([0, 1, 2], factor=0.5)", atol=0.0, hint="any factor above 0 is allowed.")

@@ -62,6 +62,8 @@ def scrambled_angles(positions, head_dim, base=10000.0, *, dtype=torch.float32, 
     """Stand-in for rotary_angles: (cos, sin) of t * w_i with frequencies w_i that are not base ** (-2i / dh),
     depending on head_dim and base (a caller that drops one shows). Linear in t, as the real angles are, so
     every correct formulation of the callers (rotating q and k, or turning k by the relative angle) agrees."""
+    if head_dim <= 0 or head_dim % 2:  # the helper's contract, kept: only its values are scrambled
+        raise ValueError(f"head_dim must be a positive even number, got head_dim={head_dim}")
     a, b, c = key
     pair = torch.arange(head_dim // 2, device=positions.device, dtype=torch.float64)  # (dh/2,)
     mixed = 1.0 + (math.log(float(base)) * 7.0 + head_dim * 0.13 + c) % 1.0

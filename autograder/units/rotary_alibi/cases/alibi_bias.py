@@ -12,7 +12,8 @@ equivalent and what the contract asks for; without the mask (causal=False) it is
 
 import torch
 
-from autograder.cases.common import Case, Mistake, Verdict, call_label, call_probe, lengths, size_one, tensor_check
+from autograder.cases.common import (Case, Mistake, Verdict, call_label, call_probe, lengths, raises_check, size_one,
+                                     tensor_check)
 from solutions import rotary_alibi as ref
 
 NAME = "alibi_bias"
@@ -85,6 +86,15 @@ def _case(test, length_q, length_k, slopes, causal=True, scored=True):
                 sizes={"Lq": length_q, "Lk": length_k, "H": len(slopes)}, scored=scored)
 
 
+def _invalid(slopes):
+    """Slopes that are not one slope per head, (H,): the contract's ValueError, not a bias of some shape."""
+    args = [3, 4, slopes]
+    label = call_label(NAME, args)
+    return Case("alibi_bias_invalid_args", label, call_probe(NAME, args),
+                raises_check(label, "ValueError", f" (slopes must be one-dimensional, (H,): these have shape "
+                                                  f"{tuple(slopes.shape)})"))
+
+
 def build(rng, generator):
     def slopes(heads, dtype=torch.float32):
         return ref.alibi_slopes(heads).to(dtype)
@@ -100,6 +110,7 @@ def build(rng, generator):
         _case("alibi_bias_layout", 3, 11, slopes(4)),
         _case("alibi_bias_layout", 9, 2, slopes(1), causal=False),
         _case("alibi_bias_layout", 7, 7, slopes(8, torch.float64)),
+        *(_invalid(bad) for bad in (slopes(4)[:, None], torch.tensor(0.5), slopes(2)[None])),
         # Probes, worth nothing.
         _case("alibi_bias_causal", 6, 6, slopes(2), scored=False),
         _case("alibi_bias_bidirectional", 6, 6, slopes(2), causal=False, scored=False),

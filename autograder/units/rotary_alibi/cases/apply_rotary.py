@@ -12,7 +12,8 @@ Tolerance: each output coordinate is a x cos + b sin of two inputs; a float32 fo
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, lengths, size_one, tensor_check
+from autograder.cases.common import (Case, Mistake, call_label, call_probe, lengths, raises_check, size_one,
+                                     tensor_check)
 from autograder.units.rotary_alibi.job import scrambled_angles, scrambled_rotation
 from solutions import rotary_alibi as ref
 
@@ -106,6 +107,21 @@ def _case(test, generator, shape, positions=None, base=None, interleaved=True, d
                 sizes={"L": length, "dh": shape[-1], "dh // 2": shape[-1] // 2}, scored=scored)
 
 
+def _invalid(generator):
+    """The contract's ValueErrors: an odd dh, and positions that do not end in one entry per row of x."""
+    cases = []
+    for x, positions, why in (
+            (torch.randn(5, 7, generator=generator), torch.arange(5), "dh = 7 is odd: coordinates turn in pairs"),
+            (torch.randn(2, 6, 8, generator=generator), torch.arange(5), "x has L = 6 rows, positions 5 entries"),
+            (torch.randn(4, 8, generator=generator), torch.tensor(3), "a single position for 4 rows")):
+        label = call_label(NAME, [x, positions])
+        # Under the stand-in for rotary_angles, which raises as the real one does for an odd head_dim.
+        substitute = {"name": "rotary_angles", "stand_in": "scrambled_angles", "key": [3, 5, 1]}
+        cases.append(Case("apply_rotary_invalid_args", label, call_probe(NAME, [x, positions], substitute=substitute),
+                          raises_check(label, "ValueError", f" ({why})")))
+    return cases
+
+
 def build(rng, generator):
     def dh():
         return 2 * rng.randint(2, 32)
@@ -120,10 +136,16 @@ def build(rng, generator):
         _case("apply_rotary_positions", generator, (2, 2, 5, 16), positions=torch.arange(95, 100)),
         _case("apply_rotary_positions", generator, (4, 16, 8), positions=torch.arange(2000, 2016), interleaved=False),
         _case("apply_rotary_positions", generator, (2, 1, 3, 7, 8), positions=torch.randint(0, 500, (7,), generator=generator)),
+        # Positions of their own for each sequence of the batch, (B, 1, L) against x of (B, H, L, dh).
+        _case("apply_rotary_positions", generator, (2, 3, 6, 8), positions=torch.randint(0, 300, (2, 1, 6), generator=generator)),
+        *_invalid(generator),
         _case("apply_rotary_dtype", generator, (2, 2, 9, 16), dtype=torch.float64),
         _case("apply_rotary_dtype", generator, (1, 2, 9, 32), positions=torch.arange(100, 109), dtype=torch.float64,
               interleaved=False),
         _case("apply_rotary_dtype", generator, (2, 8, 64), dtype=torch.float16),
+        # float16 far from position 0: angles computed in float16 are off by tenths of a radian there.
+        _case("apply_rotary_dtype", generator, (2, 8, 32), positions=torch.arange(1000, 1008), dtype=torch.float16,
+              interleaved=False),
         # Probes, worth nothing.
         _case("apply_rotary_interleaved", generator, (6, 4), scored=False),
         _case("apply_rotary_half", generator, (6, 4), interleaved=False, scored=False),

@@ -9,7 +9,9 @@ from solutions import rotary_alibi as ref
 
 NAME = "scaled_positions"
 
-HINTS = {("dtype", "dtype float64"): "float64 positions stay float64: a long context needs their precision"}
+HINTS = {("dtype", "dtype float64"): "float64 positions stay float64: a long context needs their precision",
+         ("positions", "float16 positions"): "float16 positions come back float32 (every dtype but float64 does): "
+                                             "divide in float64 and round once"}
 
 
 def _case(test, positions, factor, scored=True):
@@ -27,7 +29,8 @@ def _case(test, positions, factor, scored=True):
     check = tensor_check(label, expected, atol=0.0, rtol=1e-6, mistakes=mistakes,
                          axes=("position",) * max(positions.dim(), 1))
     return Case(test, label, call_probe(NAME, [positions], kwargs), check, scored=scored,
-                features={"dtype": f"dtype {str(out).replace('torch.', '')}"})
+                features={"dtype": f"dtype {str(out).replace('torch.', '')}",
+                          "positions": f"{str(positions.dtype).replace('torch.', '')} positions"})
 
 
 def build(rng, generator):
@@ -37,6 +40,10 @@ def build(rng, generator):
         _case("scaled_positions_values", torch.randint(0, 10_000, (3, 5), generator=generator), 2.5),
         _case("scaled_positions_values", torch.arange(8192, dtype=torch.float64), 4.0),
         _case("scaled_positions_values", torch.arange(6), 1.0),
+        # A factor below 1 spreads the positions out (valid, if unusual); float16 and int32 positions give float32.
+        _case("scaled_positions_values", torch.arange(9), 0.5),
+        _case("scaled_positions_values", torch.arange(0, 2000, 7).to(torch.float16), 3.0),
+        _case("scaled_positions_values", torch.arange(0, 600, 3, dtype=torch.int32), 6.0),
         _case("scaled_positions_values", torch.arange(7), 2.0, scored=False),
     ]
     for factor in (0.0, -2.0, math.inf, math.nan):
