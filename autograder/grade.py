@@ -133,14 +133,21 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=()):
         """Under which condition the cases fail: among the test's own cases first, then the task's."""
         return diagnosis.condition(observed(test_id), observed(), hints=hints_of(unit, tests[0].task))
 
-    def named_throughout(test_id, mistake):
-        """A mistake is named only when every failing case of the test that ran shows that mistake."""
+    def named_throughout(test_id, verdict):
+        """The verdict naming a mistake that every failing case of the test that ran shows (of those that explain
+        this case's output, the first), or None: a mistake is named only then."""
+        shown = [explanation for explanation, _ in verdict.explained or ((verdict.mistake, verdict.message),)]
         for case in cases:
             if case.test == test_id and results.get(case.id) is not None:
-                verdict, _ = verdict_of(case)
-                if verdict is not None and not verdict.passed and verdict.mistake != mistake:
-                    return False
-        return True
+                other, _ = verdict_of(case)
+                if other is not None and not other.passed:
+                    also = {explanation for explanation, _ in other.explained} or {other.mistake}
+                    shown = [explanation for explanation in shown if explanation in also]
+        if not shown:
+            return None
+        message = dict(verdict.explained or ((verdict.mistake, verdict.message),))[shown[0]]
+        return Verdict(False, message, mistake=shown[0], raised=verdict.raised, unnamed=verdict.unnamed,
+                       explained=verdict.explained)
 
     for test in tests:
         functions = " and ".join(unit.rubric.TASK_BY_NAME[test.task].functions)
@@ -153,17 +160,19 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=()):
             if verdict is None:
                 unchecked = True
                 problems.append(fault)
-            if verdict is not None and not verdict.passed and verdict.mistake and verdict.mistake in charged:
+            counted = next((explanation for explanation, _ in verdict.explained or ((verdict.mistake, ""),)
+                            if explanation in charged), None) if verdict is not None and not verdict.passed else None
+            if counted:
                 # One mistake, charged once: the case shows the mistake an earlier test of the task took its
                 # points for, and nothing else.
-                said = f"{case.label} shows the mistake already counted in {charged[verdict.mistake]}, and no other."
+                said = f"{case.label} shows the mistake already counted in {charged[counted]}, and no other."
                 if said not in remarks:
                     remarks.append(said)
                 continue
             if verdict is not None and not verdict.passed:
-                if verdict.mistake and not named_throughout(test.id, verdict.mistake):
-                    # it explains this case, but not all the test's failures: it is not the mistake made
-                    verdict = Verdict(False, verdict.unnamed, raised=verdict.raised)
+                if verdict.mistake:
+                    # a mistake that explains this case but not all the test's failures is not the mistake made
+                    verdict = named_throughout(test.id, verdict) or Verdict(False, verdict.unnamed, raised=verdict.raised)
                 problems.append(verdict.message)
                 named, first = verdict.mistake, (case, verdict)
             elif verdict is not None and verdict.message and verdict.message not in remarks:

@@ -23,6 +23,10 @@ class Verdict:
     mistake: str = ""  # on a failure, the known mistake that explains the whole output, when one does
     raised: bool = False  # on a failure, the call raised (or was not written)
     unnamed: str = ""  # the message without the mistake's name, for when other cases show it is not that one
+    # Every known mistake that explains the whole output, ``mistake`` first, each with its message: on a case
+    # where two mistakes give the same output (a query at position 0 hides which rotation went wrong), the test
+    # names the one its other failing cases show too.
+    explained: tuple = ()
 
 
 @dataclass
@@ -135,13 +139,18 @@ def device_of(outcome):
 # --- checks -------------------------------------------------------------------------------
 
 def diagnose(got, mistakes, atol, rtol, right=()):
-    """The explanation of the first known mistake that reproduces ``got`` exactly, else None.
+    """The explanation of the first known mistake that reproduces ``got`` exactly, else None."""
+    return next(iter(explanations(got, mistakes, atol, rtol, right)), None)
+
+
+def explanations(got, mistakes, atol, rtol, right=()):
+    """The explanations of every known mistake that reproduces ``got`` exactly, in the order given.
 
     A mistake whose output on this case equals one of ``right`` (the right answers) explains nothing here, and
     is never named: on a table of one pair, the halves layout is the interleaved one.
     """
     if not isinstance(got, torch.Tensor):
-        return None
+        return
     for mistake in mistakes:
         try:
             candidate = mistake.output()
@@ -153,8 +162,7 @@ def diagnose(got, mistakes, atol, rtol, right=()):
                                                              check_dtype=False) is None for answer in right):
             continue
         if mismatch(got, candidate.to(got.dtype), atol=atol, rtol=rtol, check_dtype=False) is None:
-            return mistake.explain
-    return None
+            yield mistake.explain
 
 
 def _right_but_for_the_form(got, expected, atol, rtol):
@@ -162,11 +170,22 @@ def _right_but_for_the_form(got, expected, atol, rtol):
     if not isinstance(got, torch.Tensor) or got.numel() != expected.numel():
         return None
     same = got.to(expected.dtype) if expected.is_floating_point() or not got.is_floating_point() else got
+    coarser = (got.is_floating_point() and expected.is_floating_point()
+               and torch.finfo(got.dtype).eps > torch.finfo(expected.dtype).eps)
+    if coarser:  # a float16 result where float32 is asked, say: its values are compared at its own precision
+        eps = torch.finfo(got.dtype).eps
+        finite = expected[torch.isfinite(expected)]
+        largest = float(finite.abs().max()) if finite.numel() else 0.0
+        atol, rtol = (torch.clamp(tol, min=floor) if isinstance(tol, torch.Tensor) else max(tol, floor)
+                      for tol, floor in ((atol, 4 * eps * largest), (rtol, 4 * eps)))
     if mismatch(same.reshape(expected.shape), expected, atol=atol, rtol=rtol, check_dtype=False) is not None:
         return None
     if got.shape != expected.shape:
         return (f" The values are right, in the right order: only the shape differs (a reshape, or a dimension "
                 f"of size 1 {'too many' if got.dim() > expected.dim() else 'missing or misplaced'}).")
+    if coarser:
+        return (f" The values are right to {str(got.dtype).replace('torch.', '')}'s precision: only the dtype "
+                f"differs, and with it the precision the contract asks for.")
     return " The values are right: only the dtype differs."
 
 
@@ -220,7 +239,7 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         form = next(filter(None, (_right_but_for_the_form(got, answer, atol, rtol) for answer in right)), None)
         if form:  # no mistake of value to name
             return Verdict(False, problem + form)
-        explanation = diagnose(got, mistakes, atol, rtol, right)
+        found = list(dict.fromkeys(explanations(got, mistakes, atol, rtol, right)))
         answers = [(expected, terms)] + ([(also_accept, also_terms)] if also_accept is not None else [])
         how = next(filter(None, (relation(got, answer, atol=atol, rtol=rtol, axes=axes, factors=factors,
                                           coordinates=coordinates, terms=parts)
@@ -228,8 +247,9 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         meaning = " ".join(words for pattern, words in advice if how and re.search(pattern, how))
         also = f"\nAlso: {changed}" if changed else ""
         told = (f"{problem}\nHow it goes wrong: {how}" + (f" {meaning}" if meaning else "") if how else problem) + also
-        if explanation:
-            return Verdict(False, f"{problem}\nLikely mistake: {explanation}{also}", mistake=explanation, unnamed=told)
+        if found:
+            named = tuple((explanation, f"{problem}\nLikely mistake: {explanation}{also}") for explanation in found)
+            return Verdict(False, named[0][1], mistake=found[0], unnamed=told, explained=named)
         return Verdict(False, told)
 
     return check

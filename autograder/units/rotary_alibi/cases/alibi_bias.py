@@ -58,8 +58,19 @@ def _mistakes(length_q, length_k, slopes, causal):
                     "removes them.", lambda: _bias(slopes, right.masked_fill(d < 0, float("-inf")))),
         ]
     else:
-        found.append(Mistake("the causal form is used where causal=False asks for -slope_h * |i - j| in both "
-                             "directions.", lambda: _bias(slopes, -d.clamp(min=0))))
+        found += [
+            Mistake("the causal form is used where causal=False asks for -slope_h * |i - j| in both directions.",
+                    lambda: _bias(slopes, -d.clamp(min=0))),
+            Mistake("the bias is slope_h * j, BLOOM's form: under a causal mask it gives the same attention as "
+                    "-slope_h * (i - j), but without the mask (causal=False) the keys after the query would get a "
+                    "bonus; the contract asks for -slope_h * |i - j|.",
+                    lambda: _bias(slopes, torch.arange(length_k, dtype=torch.float64).expand(length_q, -1))),
+        ]
+    if length_q != length_k:
+        shifted = d + (length_k - length_q)  # query i read as position i + Lk - Lq: the last Lq rows of (Lk, Lk)
+        found.append(Mistake("the rows are the last Lq of a square (Lk, Lk) bias, as for a cache's queries: the "
+                             "contract counts query i and key j both from 0; a caller with a cache takes those rows "
+                             "itself.", lambda: _bias(slopes, -shifted.clamp(min=0) if causal else -shifted.abs())))
     return found
 
 

@@ -38,7 +38,11 @@ def _mistakes(num_heads):
                 lambda: _geometric(num_heads, 0.0, -8.0 / closest).float() if num_heads == closest else
                 torch.cat((_geometric(closest, 0.0, -8.0 / closest),
                            _geometric(2 * closest, 0.0, -8.0 / (2 * closest))[1::2][:num_heads - closest])).float()),
-    ]
+    ] + ([Mistake("the extra slopes are every other slope of twice the power of two starting from the second "
+                  "([1::2]): they repeat slopes the first heads have; the paper starts from the first ([0::2]).",
+                  lambda: torch.cat((_geometric(closest, -8.0 / closest),
+                                     _geometric(above, -8.0 / above)[1::2][:num_heads - closest])).float())]
+         if num_heads != closest else [])
 
 
 def _case(test, num_heads, scored=True):

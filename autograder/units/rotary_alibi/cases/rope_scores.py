@@ -31,10 +31,17 @@ HINTS = {
 }
 
 
-def _scores(q, k, positions_q, positions_k, interleaved, scale, rotate_q=True, rotate_k=True, sign=1.0, key=None):
+def _scores(q, k, positions_q, positions_k, interleaved, scale, rotate_q=True, rotate_k=True, sign=1.0, key=None,
+            sign_k=None, interleaved_k=None, reshaped=False):
+    """The scores written out in float64; the keys' sign and layout are the queries' unless given; ``reshaped``
+    makes k^T with reshape, which keeps the memory order, where transpose swaps the axes."""
+    sign_k = sign if sign_k is None else sign_k
+    interleaved_k = interleaved if interleaved_k is None else interleaved_k
     turned_q = _rotate(q.double(), positions_q, 10000.0, interleaved, sign, key=key) if rotate_q else q.double()
-    turned_k = _rotate(k.double(), positions_k, 10000.0, interleaved, sign, key=key) if rotate_k else k.double()
-    return (scale * turned_q @ turned_k.transpose(-2, -1)).to(q.dtype)
+    turned_k = _rotate(k.double(), positions_k, 10000.0, interleaved_k, sign_k, key=key) if rotate_k else k.double()
+    keys = (turned_k.reshape(*turned_k.shape[:-2], turned_k.shape[-1], turned_k.shape[-2]) if reshaped
+            else turned_k.transpose(-2, -1))
+    return (scale * turned_q @ keys).to(q.dtype)
 
 
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, positions_q=None, positions_k=None,
@@ -74,7 +81,37 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, positions
             Mistake("the layout argument is ignored: interleaved=False pairs i with i + dh/2."
                     if not interleaved else "the layout is rotate half where the default, interleaved=True, pairs "
                     "(2i, 2i + 1).", lambda angles=angles: _scores(q, k, pq, pk, not interleaved, used, key=angles)),
+            Mistake("the keys turn the other way (-sin on the other component), the queries the right way: the "
+                    "score then depends on m + n, not on the distance n - m alone.",
+                    lambda angles=angles: _scores(q, k, pq, pk, interleaved, used, sign_k=-1.0, key=angles)),
+            Mistake("the queries turn the other way (-sin on the other component), the keys the right way: the "
+                    "score then depends on m + n, not on the distance n - m alone.",
+                    lambda angles=angles: _scores(q, k, pq, pk, interleaved, used, sign=-1.0, sign_k=1.0,
+                                                  key=angles)),
+            Mistake("k^T is made with reshape, which keeps the memory order and so mixes keys and coordinates: "
+                    "k.transpose(-2, -1) swaps the two axes.",
+                    lambda angles=angles: _scores(q, k, pq, pk, interleaved, used, reshaped=True, key=angles)),
+            Mistake(f"q and k are rotated in different layouts: interleaved={interleaved} must reach both "
+                    "rotations.", lambda angles=angles: _scores(q, k, pq, pk, interleaved, used,
+                                                                interleaved_k=not interleaved, key=angles)),
+            Mistake(f"q and k are rotated in different layouts: interleaved={interleaved} must reach both "
+                    "rotations.", lambda angles=angles: _scores(q, k, pq, pk, not interleaved, used,
+                                                                interleaved_k=interleaved, key=angles)),
         ]
+        if positions_k is not None:
+            mistakes.append(Mistake("positions_k is ignored: the keys are rotated by arange(Lk), not by the "
+                                    "positions passed in.", lambda angles=angles: _scores(
+                                        q, k, pq, torch.arange(length_k), interleaved, used, key=angles)))
+        if positions_q is not None:
+            mistakes.append(Mistake("positions_q is ignored: the queries are rotated by arange(Lq), not by the "
+                                    "positions passed in.", lambda angles=angles: _scores(
+                                        q, k, torch.arange(length_q), pk, interleaved, used, key=angles)))
+        if positions_q is None and positions_k is None and length_q != length_k:
+            mistakes.append(Mistake("the queries default to the last Lq of the Lk positions (a cache's): both "
+                                    "defaults count from 0, arange(Lq) and arange(Lk); a caller with a cache passes "
+                                    "positions_q itself.", lambda angles=angles: _scores(
+                                        q, k, torch.arange(length_k - length_q, length_k), pk, interleaved, used,
+                                        key=angles)))
         if length_q != length_k or positions_q is not None:
             mistakes.append(Mistake("the queries are rotated by the keys' positions: queries turn by positions_q "
                                     "(default arange(Lq)), keys by positions_k.",

@@ -24,9 +24,10 @@ ADVICE = (
 )
 
 
-def _angles(positions, head_dim, base, exponent_of, first=0.0):
+def _angles(positions, head_dim, base, exponent_of, first=0.0, whole=False):
     i = torch.arange(head_dim // 2, dtype=torch.float64)
-    return (positions.to(torch.float64)[..., None] + first) * base ** exponent_of(i, head_dim)
+    t = positions.to(torch.float64).trunc() if whole else positions.to(torch.float64)
+    return (t[..., None] + first) * base ** exponent_of(i, head_dim)
 
 
 def _stacked(angle, dtype, swap=False):
@@ -45,7 +46,10 @@ def _mistakes(positions, head_dim, base, dtype):
                 lambda: _stacked(_angles(positions, head_dim, base, lambda i, d: 2 * i / d), dtype)),
         Mistake("the positions are shifted by one: position t turns by t * theta_i, and position 0 not at all.",
                 lambda: _stacked(_angles(positions, head_dim, base, right, first=1.0), dtype)),
-    ]
+    ] + ([Mistake("fractional positions are cut to whole numbers (an integer dtype on the way): position 0.25 "
+                  "turns by 0.25 * theta_i, as scaled_positions' output needs.",
+                  lambda: _stacked(_angles(positions, head_dim, base, right, whole=True), dtype))]
+         if positions.is_floating_point() else [])
 
 
 def _case(test, positions, head_dim, base=None, dtype=None, scored=True):
