@@ -57,16 +57,18 @@ T5 (a learned bias per distance bucket and head, scale 1 as in T5):
   device's copy bandwidth measured in the same run (a 1 GiB clone): no score
   path can be faster than that.
 
-The CPU allocator (``--allocators default thp``): on the CPU much of a large
+The CPU allocator (``--allocators default thp reuse``): on the CPU much of a large
 call can be the kernel's first touch of fresh memory. glibc maps every block of
 32 MiB or more anew and each 4 KiB page of it then faults; the bare product pays
 that once (its output), a path that returns a bias and then the scores pays it
 twice. ``thp`` runs the same benchmark with ``THP_MEM_ALLOC_ENABLE=1``
 (PyTorch's switch for transparent huge pages on large CPU allocations, where the
-kernel allows them by ``madvise``), where a fault brings 2 MiB. Each allocator
-runs in a process of its own (the switch is read once per process), one after
-the other in the same run, and a last table puts each path's ``x bare`` under
-both side by side.
+kernel allows them by ``madvise``), where a fault brings 2 MiB; ``reuse`` with
+glibc keeping what is freed (no block of its own mapping, the heap never
+trimmed), as a caching allocator does: no faults after the warm-up, the work of
+the path alone. Each allocator runs in a process of its own (its settings are
+read once per process), one after the other in the same run, and a last table
+puts each path's ``x bare`` under each side by side.
 
 Run from anywhere: ``python benchmarks/score_path.py`` (``--help`` for the
 flags; ``--quick`` for tiny sizes, used by a smoke test).
@@ -318,7 +320,8 @@ def measure_memory_cpu(group, name, length, args):
     command = [sys.executable, str(Path(__file__).resolve()), "--measure-memory", group, name, str(length),
                "--batch", str(args.batch), "--heads", str(args.heads), "--head-dim", str(args.head_dim),
                "--max-rel", str(args.max_rel), "--threads", str(args.threads)]
-    environment = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+    # Each large tensor a fresh mapping, whatever allocator the times are taken with: the peak is the path's.
+    environment = {**without_allocator(os.environ), "MALLOC_MMAP_THRESHOLD_": "65536"}
     process = subprocess.run(command, capture_output=True, text=True, env=environment)
     if process.returncode != 0:
         raise RuntimeError(f"memory child for {group}/{name} L={length} failed:\n{process.stderr[-2000:]}")
@@ -497,15 +500,31 @@ def parse_args(argv=None):
     return args
 
 
-ALLOCATORS = ("default", "thp")
-THP_SWITCH = "THP_MEM_ALLOC_ENABLE"
+# How each allocator of --allocators is set up: environment variables, read once when its process starts.
+ALLOCATORS = {
+    "default": {},  # glibc's malloc as it comes: a block of 32 MiB or more is a fresh mapping, each 4 KiB page faulted
+    "thp": {"THP_MEM_ALLOC_ENABLE": "1"},  # PyTorch's switch for transparent huge pages on large CPU allocations
+    # glibc keeps what is freed (no block of its own mapping, the heap never trimmed) and hands it out again, as a
+    # caching allocator does (PyTorch's on CUDA; jemalloc or tcmalloc on a CPU): after the warm-up no page faults.
+    "reuse": {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(2**60)},
+}
+ALLOCATOR_WORDS = {"default": "default allocator (4 KiB pages)",
+                   "thp": "transparent huge pages (THP_MEM_ALLOC_ENABLE=1)",
+                   "reuse": "freed memory reused (MALLOC_MMAP_MAX_=0, heap never trimmed)"}
+
+
+def without_allocator(environment):
+    """``environment`` less every allocator's settings."""
+    settings = {key for values in ALLOCATORS.values() for key in values}
+    return {key: value for key, value in environment.items() if key not in settings}
 
 
 def allocator_words():
     """How this process allocates large CPU tensors, in words for a table's title."""
-    if os.environ.get(THP_SWITCH) == "1":
-        return "transparent huge pages (THP_MEM_ALLOC_ENABLE=1)"
-    return "default allocator (4 KiB pages)"
+    for name, values in ALLOCATORS.items():
+        if values and all(os.environ.get(key) == value for key, value in values.items()):
+            return ALLOCATOR_WORDS[name]
+    return ALLOCATOR_WORDS["default"]
 
 
 def compare_allocators(argv, allocators):
@@ -520,9 +539,7 @@ def compare_allocators(argv, allocators):
             rest.append(arg)
     ratios = {}
     for allocator in allocators:
-        environment = {key: value for key, value in os.environ.items() if key != THP_SWITCH}
-        if allocator == "thp":
-            environment[THP_SWITCH] = "1"
+        environment = {**without_allocator(os.environ), **ALLOCATORS[allocator]}
         with tempfile.TemporaryDirectory() as folder:
             out = Path(folder) / "ratios.json"
             subprocess.run([sys.executable, __file__, *rest, "--device", "cpu", "--ratios-to", str(out)],

@@ -8,9 +8,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_score_path_benchmark_prints_every_path_side_by_side():
-    """Through --allocators (the benchmark in a child process, with huge pages, then the table of x bare by
-    allocator): what the default run prints is printed by that child."""
-    run = subprocess.run([sys.executable, "benchmarks/score_path.py", "--quick", "--allocators", "thp"], cwd=ROOT,
+    """Through --allocators (the benchmark in a child process, with freed memory reused, then the table of x bare
+    by allocator): what the default run prints is printed by that child."""
+    run = subprocess.run([sys.executable, "benchmarks/score_path.py", "--quick", "--allocators", "reuse"], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     for column in ("ref ms", "naive ms", "loop ms", "hf ms", "ref MiB", "hf MiB", "x ref"):
@@ -18,9 +18,9 @@ def test_score_path_benchmark_prints_every_path_side_by_side():
     for title in ("Shaw relative-key scores", "T5 relative-bias scores", "RoPE scores", "ALiBi scores"):
         assert title in run.stdout, title
     assert sum(line.strip().startswith("64 |") for line in run.stdout.splitlines()) == 4  # a row per group
-    assert run.stdout.count("transparent huge pages (THP_MEM_ALLOC_ENABLE=1)") == 4  # each table says which
+    assert run.stdout.count("freed memory reused (MALLOC_MMAP_MAX_=0, heap never trimmed)") == 4  # each table says which
     lines = run.stdout.split("by allocator, from the runs above")[1].strip().splitlines()
-    assert lines[0].split() == ["path", "L", "|", "thp"]
+    assert lines[0].split() == ["path", "L", "|", "reuse"]
     rows = {tuple(line.split()[:2]): line.split()[3] for line in lines[2:]}
     assert sorted(rows) == sorted((group, "64") for group in ("shaw", "t5", "rope", "alibi"))
     for (group, _), ratio in rows.items():  # the figure of its own table, carried over
