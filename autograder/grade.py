@@ -136,18 +136,17 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=()):
     def named_throughout(test_id, verdict):
         """The verdict naming a mistake that every failing case of the test that ran shows (of those that explain
         this case's output, the first), or None: a mistake is named only then."""
-        shown = [explanation for explanation, _ in verdict.explained or ((verdict.mistake, verdict.message),)]
+        shown = [explanation for explanation, _ in verdict.explanations()]
         for case in cases:
             if case.test == test_id and results.get(case.id) is not None:
                 other, _ = verdict_of(case)
                 if other is not None and not other.passed:
-                    also = {explanation for explanation, _ in other.explained} or {other.mistake}
+                    also = {explanation for explanation, _ in other.explanations()}
                     shown = [explanation for explanation in shown if explanation in also]
         if not shown:
             return None
-        message = dict(verdict.explained or ((verdict.mistake, verdict.message),))[shown[0]]
-        return Verdict(False, message, mistake=shown[0], raised=verdict.raised, unnamed=verdict.unnamed,
-                       explained=verdict.explained)
+        return Verdict(False, dict(verdict.explanations())[shown[0]], mistake=shown[0], raised=verdict.raised,
+                       unnamed=verdict.unnamed, explained=verdict.explained)
 
     for test in tests:
         functions = " and ".join(unit.rubric.TASK_BY_NAME[test.task].functions)
@@ -160,8 +159,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=()):
             if verdict is None:
                 unchecked = True
                 problems.append(fault)
-            counted = next((explanation for explanation, _ in verdict.explained or ((verdict.mistake, ""),)
-                            if explanation in charged), None) if verdict is not None and not verdict.passed else None
+            counted = next((explanation for explanation, _ in verdict.explanations() if explanation in charged),
+                           None) if verdict is not None and not verdict.passed else None
             if counted:
                 # One mistake, charged once: the case shows the mistake an earlier test of the task took its
                 # points for, and nothing else.

@@ -28,6 +28,10 @@ class Verdict:
     # names the one its other failing cases show too.
     explained: tuple = ()
 
+    def explanations(self):
+        """((mistake, message), ...) for every known mistake that explains the output; () where none does."""
+        return self.explained or (((self.mistake, self.message),) if self.mistake else ())
+
 
 @dataclass
 class Case:
