@@ -8,6 +8,7 @@ reference so that it replaces the reference's.
 from pathlib import Path
 
 import pytest
+import torch
 
 from autograder import units
 from autograder.build import make_stub, strip_markers
@@ -276,3 +277,28 @@ def test_the_second_units_score_paths_are_timed_and_a_loop_over_positions_gets_n
     table = {test.id: test for test in results["angle_table"].tests}
     assert results["angle_table"].score == UNIT.rubric.MAX_SCORE, [(t.id, t.output) for t in table.values()
                                                                    if not t.passed]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+def test_on_a_gpu_half_precision_is_turned_in_float32_and_both_paths_are_timed_on_cuda(tmp_path, reference):
+    """The contract: float16 and bfloat16 rows are turned in float32 and rounded once at the end; on a GPU both
+    timed paths run on CUDA in float32 and bfloat16 (benchmarks/gpu_checks.sh runs this)."""
+    from solutions import rotary_alibi as ref
+
+    positions = torch.arange(1000, 1064, device="cuda")
+    for dtype in (torch.float16, torch.bfloat16):
+        x = torch.randn(2, 4, 64, 32, device="cuda").to(dtype)
+        exact = ref.apply_rotary(x.double(), positions)  # the same rows, turned in float64
+        got = ref.apply_rotary(x, positions)
+        assert got.dtype == dtype and got.device.type == "cuda"
+        eps = torch.finfo(dtype).eps  # one rounding at the end: within an ulp of the exact turn
+        assert torch.allclose(got.double(), exact, atol=2 * eps * float(exact.abs().max()), rtol=0), dtype
+    (tmp_path / "reference.py").write_text(reference)
+    grader = Grader(UNIT, sandbox="auto")
+    try:
+        result = grader.grade(tmp_path / "reference.py")
+    finally:
+        grader.close()
+    assert result.score == UNIT.rubric.MAX_SCORE, [(test.id, test.output) for test in result.tests if not test.passed]
+    for test in (test for test in result.tests if test.task == "timing"):
+        assert "cuda, float32" in test.output and "cuda, bfloat16" in test.output, test.output
