@@ -193,6 +193,22 @@ def _right_but_for_the_form(got, expected, atol, rtol):
     return " The values are right: only the dtype differs."
 
 
+def _right_to_float32_only(got, expected):
+    """A sentence when a float64 ``got`` holds the right values to float32's precision only, else None: somewhere a
+    float32 step lost the rest (a float32 constant, a .float(), a float32 buffer)."""
+    if not (isinstance(got, torch.Tensor) and got.dtype == expected.dtype == torch.float64
+            and got.shape == expected.shape and expected.numel()):
+        return None
+    eps = torch.finfo(torch.float32).eps
+    finite = expected[torch.isfinite(expected)]
+    largest = float(finite.abs().max()) if finite.numel() else 0.0
+    if mismatch(got, expected, atol=4 * eps * largest, rtol=4 * eps, check_dtype=False) is not None:
+        return None
+    return (" The values are right to float32's precision only: with float64 inputs the result keeps float64's, so "
+            "somewhere on the way a step is in float32 (a .float(), a float32 constant or buffer); compute in the "
+            "inputs' dtype.")
+
+
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 
 
@@ -244,6 +260,9 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         if form:  # no mistake of value to name
             return Verdict(False, problem + form)
         found = list(dict.fromkeys(explanations(got, mistakes, atol, rtol, right)))
+        precision = None if found else next(filter(None, (_right_to_float32_only(got, answer) for answer in right)), None)
+        if precision:  # right but for a float32 step: no relation of values to tell
+            return Verdict(False, problem + precision)
         answers = [(expected, terms)] + ([(also_accept, also_terms)] if also_accept is not None else [])
         how = next(filter(None, (relation(got, answer, atol=atol, rtol=rtol, axes=axes, factors=factors,
                                           coordinates=coordinates, terms=parts)

@@ -25,14 +25,16 @@ HINTS = {
 }
 
 
-def _one_side(distance, n, max_distance, exact_limit=None, log_span=None, dtype=torch.float32, ratio=None):
+def _one_side(distance, n, max_distance, exact_limit=None, log_span=None, dtype=torch.float32, ratio=None,
+              log=torch.log):
     """Buckets 0..n-1 for distances >= 0, with knobs to reproduce the usual slips: where the exact buckets
-    stop, how many buckets the log part spans, the precision of the log, and max_distance / max_exact."""
+    stop, how many buckets the log part spans, the precision of the log, max_distance / max_exact, and the log
+    taken of d / max_exact."""
     max_exact = n // 2
     exact_limit = max_exact if exact_limit is None else exact_limit
     log_span = n - max_exact if log_span is None else log_span
     ratio = max_distance / max_exact if ratio is None else ratio
-    far = max_exact + (torch.log(distance.to(dtype) / max_exact) / math.log(ratio) * log_span).long()
+    far = max_exact + (log(distance.to(dtype) / max_exact) / math.log(ratio) * log_span).long()
     return torch.where(distance < exact_limit, distance, far.clamp(max=n - 1))
 
 
@@ -71,6 +73,12 @@ def mistakes(relative_position, bidirectional, num_buckets, max_distance):
                 lambda: side(log_span=n)),
         Mistake("max_distance / max_exact is divided as integers (//); T5 divides them as real numbers.",
                 lambda: side(ratio=max(2, max_distance // (n // 2)))),
+        Mistake("the two logs have different bases (log2 of d / max_exact over the natural log of max_distance / "
+                "max_exact): their ratio is the same in every base only when both use the same one.",
+                lambda: side(log=torch.log2)),
+        Mistake("the two logs have different bases (log10 of d / max_exact over the natural log of max_distance / "
+                "max_exact): their ratio is the same in every base only when both use the same one.",
+                lambda: side(log=torch.log10)),
         Mistake("right everywhere but where a distance falls on a bucket's edge: there the log is computed in "
                 "another precision than T5's float32 (float64 here); compute log(d / max_exact) in float32, in "
                 "exactly the order of the formula.",
@@ -122,6 +130,8 @@ def build(rng, generator):
         case("t5_bucket_bidirectional", line, pass_all=False),
         case("t5_bucket_bidirectional", grid),
         case("t5_bucket_bidirectional", scattered),
+        # int32 positions, as an int32 index gives them: the buckets are int64 whatever the input's integer dtype.
+        case("t5_bucket_bidirectional", (torch.arange(40)[None, :] - torch.arange(30)[:, None]).to(torch.int32)),
         case("t5_bucket_causal", line, bidirectional=False),
         case("t5_bucket_causal", grid, bidirectional=False),
         case("t5_bucket_causal", scattered, bidirectional=False),

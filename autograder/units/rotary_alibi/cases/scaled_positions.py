@@ -1,4 +1,5 @@
-"""Hidden cases for ``scaled_positions``. Tolerance: float32's rounding of t / factor (rtol 1e-6)."""
+"""Hidden cases for ``scaled_positions``. Tolerance: float32's rounding of t / factor (rtol 1e-6); float64's
+(1e-12) for float64 positions."""
 
 import math
 
@@ -23,11 +24,14 @@ def _case(test, positions, factor, scored=True):
     mistakes = [
         Mistake("the positions are multiplied by the factor; interpolation divides them, to squeeze a longer "
                 "context into the trained range.", lambda: (wide * factor).to(out)),
+        Mistake("the float64 positions are divided in float32 (a float32 step on the way): float64 positions keep "
+                "float64's precision, which a long context needs.",
+                lambda: (positions.float() / factor).to(out)),
         Mistake("an integer division (//): interpolation needs the fractional positions in between.",
                 lambda: torch.div(wide, factor, rounding_mode="floor").to(out)),
     ]
-    check = tensor_check(label, expected, atol=0.0, rtol=1e-6, mistakes=mistakes,
-                         axes=("position",) * max(positions.dim(), 1))
+    check = tensor_check(label, expected, atol=0.0, rtol=1e-12 if out == torch.float64 else 1e-6, mistakes=mistakes,
+                         axes=("position",) * max(positions.dim(), 1), inputs=("positions",))
     return Case(test, label, call_probe(NAME, [positions], kwargs), check, scored=scored,
                 features={"dtype": f"dtype {str(out).replace('torch.', '')}",
                           "positions": f"{str(positions.dtype).replace('torch.', '')} positions"})
@@ -44,6 +48,10 @@ def build(rng, generator):
         _case("scaled_positions_values", torch.arange(9), 0.5),
         _case("scaled_positions_values", torch.arange(0, 2000, 7).to(torch.float16), 3.0),
         _case("scaled_positions_values", torch.arange(0, 600, 3, dtype=torch.int32), 6.0),
+        # float32 positions (a function that divides them in place changes its caller's), and float64 ones far from
+        # 0 with fractions, where a float32 step on the way shows.
+        _case("scaled_positions_values", torch.arange(0, 3000, 11, dtype=torch.float32) / 3, 2.0),
+        _case("scaled_positions_values", torch.arange(60, dtype=torch.float64) * 1000.37 + 123456.789, 3.0),
         _case("scaled_positions_values", torch.arange(7), 2.0, scored=False),
     ]
     for factor in (0.0, -2.0, math.inf, math.nan):

@@ -1,0 +1,9 @@
+"""t5_bias: relative position computed as query minus key (i - j), so keys after the query get the buckets of keys before it and vice versa."""
+import torch
+
+
+def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=32, max_distance=128):
+    device = bias_table.device
+    relative = torch.arange(length_q, device=device)[:, None] - torch.arange(length_k, device=device)[None, :]
+    buckets = t5_relative_position_bucket(relative, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    return bias_table[buckets].permute(2, 0, 1).unsqueeze(0)

@@ -1,0 +1,136 @@
+"""Held-out sets, one per unit: submissions written by people who had not read the grader (tests/submissions/blind/).
+
+Each file defines one function (or the learned module) of its unit, appended after the reference; its first line
+says what it does. ``alternatives/``: correct formulations, full marks. ``mistakes/``: a slip each, as students
+make them: it loses points in its own task only, and the feedback says what is wrong, by the mistake's name where
+the grader knows it (only the right name: NAMED lists every file whose feedback may name one), else where and how
+the output goes wrong, or what is wrong with its form (a dtype, a shape, an argument it should refuse, an input
+changed in place).
+
+Measured as written (2026-12-02), before the grader learnt anything from them:
+
+* positional_encodings: 15 alternatives, all full marks; 45 mistakes, 43 caught, 42 of them told what is wrong
+  (17 by name). Then: int32 positions in t5_bucket's cases, and the two logs of different bases named.
+* rotary_alibi (the unit's second blind set; its first is in tests/submissions/rotary_alibi/, *__blind_*):
+  17 alternatives, all full marks; 39 mistakes, 33 caught, each told what is wrong (12 by name). Then: float32
+  and far fractional float64 positions in scaled_positions' cases, a float32 step in a float64 result told.
+
+Left out of the files here, and why: two written after Hugging Face's and the ALiBi authors' code (the kit's code
+is its own); two that build a tensor on the CPU where the input is on another device (caught only by a grader
+with a GPU, where the cases run on CUDA: tests/test_timing_tier.py, test_rotary_alibi_grading.py); angles in
+float32 (an accepted formulation: the tolerance of every float32 formulation takes it); a float16 rotation
+computed in float16 (within an ulp of the float32 one: no tolerance tells them apart).
+"""
+
+from pathlib import Path
+
+import pytest
+
+from autograder import units
+from autograder.build import strip_markers
+from autograder.grade import Grader
+
+FOLDER = Path(__file__).parent / "submissions" / "blind"
+UNITS = ("positional_encodings", "rotary_alibi")
+FILES = {(unit, kind): sorted((FOLDER / unit / kind).glob("*.py")) for unit in UNITS
+         for kind in ("alternatives", "mistakes")}
+# The mistakes the feedback names, with words of the name: each is the mistake the file's first line says it makes.
+NAMED = {
+    "positional_encodings": {
+        "biased_scores__default_scale_one_over_dh": "the scale is 1/dh",
+        "biased_scores__scales_bias": "the scale multiplies the bias too",
+        "learned__concat_positions_first": "the position vector comes first",
+        "learned__length_check_off_by_one": "L == max_len is off by one",
+        "relative_positions__i_minus_j": "the distance is i - j",
+        "relative_positions__missing_shift": "the + k shift is missing",
+        "shaw__i_minus_j": "picked by i - j",
+        "shaw__scale_content_only": "the scale multiplies only q . k",
+        "shaw__scale_relative_only": "the scale multiplies only the relative term",
+        "sinusoidal__cos_first": "sin and cos are swapped",
+        "sinusoidal__freq_k_not_2k": "k/d_model where the pair index k needs 2k/d_model",
+        "sinusoidal__odd_column_own_frequency": "the cosine column 2k+1 uses the exponent (2k+1)/d_model",
+        "sinusoidal__positions_from_one": "positions are counted from 1",
+        "sinusoidal__split_halves": "the table is in halves",
+        "t5_bias__i_minus_j": "the relative position is i - j",
+        "t5_bias__ignores_bucket_options": "the settings are not passed on",
+        "t5_bias__no_permute": "laid out (Lq, Lk, H)",
+        "t5_bucket__causal_wrong_sign": "the past gets the buckets and the future bucket 0",
+        "t5_bucket__log2_numerator": "the two logs have different bases",
+    },
+    "rotary_alibi": {
+        "alibi_bias__bloom_key_position": "BLOOM's form",
+        "alibi_bias__queries_aligned_to_end": "the last Lq of a square (Lk, Lk) bias",
+        "alibi_bias__triu_instead_of_tril": "the other way (j - i)",
+        "alibi_slopes__exponent_from_zero": "the powers start at 0",
+        "alibi_slopes__formula_for_every_n": "used for every n",
+        "alibi_slopes__next_power_up": "the next power of two",
+        "alibi_slopes__odd_heads_wrong_half": "starting from the second ([1::2])",
+        "apply_rotary__clockwise": "turns the wrong way",
+        "rope_scores__default_queries_at_end": "the queries default to the last Lq",
+        "rope_scores__layout_not_passed_to_keys": "different layouts",
+        "rotary_angles__positions_cast_to_long": "fractional positions are cut to whole numbers",
+        "rotary_angles__theta_without_2": "i/dh where pair i needs 2i/dh",
+        "scaled_positions__float32_before_division": "divided in float32",
+    },
+}
+# BLOOM's form earns the causal tests (the rubric's decision) and fails without the mask.
+ACCEPTED = {"alibi_bias__bloom_key_position": {"alibi_bias_bidirectional"}}
+# What a failure says when it names no mistake.
+TOLD = ("How it goes wrong", "When it goes wrong", "only the dtype differs", "only the shape differs",
+        "float32's precision only", "should raise", " raised ", "in place", "standard deviation", "nn.Parameter")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    results = {}
+    for unit_name in UNITS:
+        unit = units.get(unit_name)
+        reference = strip_markers(unit.reference_path.read_text(encoding="utf-8"))
+        folder = tmp_path_factory.mktemp(unit_name)
+        paths = []
+        for source in FILES[(unit_name, "alternatives")] + FILES[(unit_name, "mistakes")]:
+            path = folder / source.name
+            path.write_text(reference + "\n\n" + source.read_text(encoding="utf-8"))
+            paths.append(path)
+        grader = Grader(unit, sandbox="auto", timing_mode="give")  # the timing tier has tests of its own
+        try:
+            results[unit_name] = {result.name: result for result in grader.grade_many(paths, jobs=2)}
+        finally:
+            grader.close()
+    return results
+
+
+def _cases(kind):
+    return [(unit, path) for unit in UNITS for path in FILES[(unit, kind)]]
+
+
+def test_each_unit_has_a_blind_set_of_both_kinds_for_every_task():
+    for unit_name in UNITS:
+        tasks = set(units.get(unit_name).rubric.TASK_NAMES)
+        for kind in ("alternatives", "mistakes"):
+            assert {path.stem.split("__")[0] for path in FILES[(unit_name, kind)]} == tasks, (unit_name, kind)
+
+
+@pytest.mark.parametrize("unit, path", _cases("alternatives"), ids=[path.stem for _, path in _cases("alternatives")])
+def test_a_correct_formulation_written_blind_scores_full_marks(graded, unit, path):
+    result = graded[unit][path.stem]
+    assert {test.id: test.output for test in result.tests if not test.passed} == {}
+
+
+@pytest.mark.parametrize("unit, path", _cases("mistakes"), ids=[path.stem for _, path in _cases("mistakes")])
+def test_a_mistake_written_blind_costs_its_own_task_and_is_told_what_is_wrong(graded, unit, path):
+    result = graded[unit][path.stem]
+    task = path.stem.split("__")[0]
+    failed = [test for test in result.tests if not test.passed and test.task != "timing"]
+    if path.stem in ACCEPTED:
+        assert {test.id for test in failed} == ACCEPTED[path.stem]
+        return
+    assert failed, "the mistake went unseen"
+    assert {test.task for test in failed} == {task}, [test.id for test in failed]
+    said = "\n".join(test.output for test in failed)
+    named = NAMED[unit].get(path.stem)
+    if named:
+        assert named in said, said
+    else:
+        assert "Likely mistake" not in said, said  # a name where none was expected: a wrong one, or a new one to list
+    assert named or any(words in failed[0].output for words in TOLD), failed[0].output
