@@ -100,3 +100,19 @@ def rope_scores(q, k, *, base=10000.0, scale=None, positions_q=None, positions_k
         unit_grader.close()
     values = next(test for test in result.tests if test.id == "rope_scores_values")
     assert not values.passed and "the keys turn the other way" in values.output, values.output
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1e4, 1e4).filter(lambda value: value == 0 or abs(value) >= 1e-3), min_size=1, max_size=40),
+       st.floats(1.01, 3.0))
+def test_a_float64_result_right_to_float32_precision_only_is_told_so(values, factor):
+    """float64 in, float64 out, but a float32 step on the way: the feedback says so, not where values go wrong."""
+    expected = torch.tensor(values, dtype=torch.float64)
+    check = tensor_check("f(x)", expected, atol=1e-12, rtol=1e-12)
+    through_float32 = expected.float().double()
+    said = check({"value": {"tensor": through_float32}}).message
+    if not torch.equal(through_float32, expected):  # a value float32 holds exactly is no loss at all
+        assert "right to float32's precision only" in said and "How it goes wrong" not in said, said
+    scaled = expected * factor  # really wrong values are not called right
+    if not torch.allclose(scaled, expected, rtol=1e-6, atol=1e-6 * float(expected.abs().max())):
+        assert "float32's precision only" not in check({"value": {"tensor": scaled}}).message
