@@ -9,10 +9,10 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader.converters import Autograde
 from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, SaveAutoGrades
 
-from autograder import limits
-from autograder.kernel_sandbox import SandboxedKernelManager
-from autograder.nbgrader_bridge import BoundedExecute, NamedContents, TrustedGrades
-from autograder.nbgrader_inert import MakeInert, OfflineMath
+from autograder.sandbox import limits
+from autograder.sandbox.kernel import SandboxedKernelManager
+from autograder.ways_in.nbgrader_bridge import BoundedExecute, NamedContents, TrustedGrades
+from autograder.ways_in.nbgrader_inert import MakeInert, OfflineMath
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -38,13 +38,13 @@ c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:", "--Interacti
 # whole submission and saves no grades, and a function that loops forever costs the cell limit in every
 # cell that calls it. BoundedExecute (in place of Execute, below) gives the whole notebook this budget, goes on
 # to the grades when the kernel dies or hangs, caps each cell's output as it arrives, limits the kernel's
-# memory and kills whatever it leaves running (autograder/nbgrader_bridge.py).
+# memory and kills whatever it leaves running (autograder/ways_in/nbgrader_bridge.py).
 c.BoundedExecute.notebook_seconds = limits.NOTEBOOK_SECONDS
 
 # The kernel runs with the instructor's rights by default: the student's code in it could rewrite
 # gradebook.db, the grader's files or another student's notebook, or start a process that does so
 # later. Here it runs under bubblewrap, as the grader's worker does: no network, the notebook's folder
-# read-only, the grader and the reference out of sight (autograder/kernel_sandbox.py).
+# read-only, the grader and the reference out of sight (autograder/sandbox/kernel.py).
 c.BoundedExecute.kernel_manager_class = SandboxedKernelManager
 
 # A student who deletes a graded cell is still graded on it: the cell is put back from the gradebook.
@@ -58,7 +58,7 @@ c.Autograde.exclude_overwriting = {}
 # ran, hidden regions included. ClearHiddenTests removes them before the HTML is written.
 # nbconvert copies a notebook's HTML, scripts and javascript: links into the page as they are; MakeInert
 # cleans them out of the feedback (nh3), as it did out of the autograded notebook (below), so that a notebook
-# graded before it was added is inert too (autograder/nbgrader_inert.py).
+# graded before it was added is inert too (autograder/ways_in/nbgrader_inert.py).
 # NamedContents puts a contents list that names each test at the top (nbgrader's own calls each "Test cell").
 # OfflineMath writes each formula as MathML, which browsers draw themselves: nbconvert leaves the TeX for
 # MathJax, loaded from a CDN, so a student reading the feedback offline would see raw TeX.
@@ -66,7 +66,7 @@ c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, MakeInert, Offl
                                     CSSHTMLHeaderPreprocessor]
 
 # The grade of each graded cell comes from the kit's grader, run out of the student's kernel on the
-# notebook's code (autograder/nbgrader_bridge.py), just before nbgrader saves the grades; the notebook
+# notebook's code (autograder/ways_in/nbgrader_bridge.py), just before nbgrader saves the grades; the notebook
 # runs in the kernel under BoundedExecute. Right after it, MakeInert leaves nothing active in the notebook
 # that autograde saves, which the formgrader shows the instructor: its scripts, HTML and javascript: links
 # cleaned, from the student's markdown and from what the kernel printed. The list replaces nbgrader's whole

@@ -6,7 +6,7 @@ One class of ``--count`` notebooks (default 20), each the released notebook
 (``nbgrader generate_assignment`` in a fresh temporary course folder) with its
 solution cells filled in, as tests/test_nbgrader_course.py fills them: the
 reference, the blank release, and the reference with one of the demo's
-mistakes (``autograder.demo.MISTAKES``), in turn until there are enough. The
+mistakes (``autograder.ways_in.demo.MISTAKES``), in turn until there are enough. The
 same notebooks are graded in one run (``--ways`` picks some):
 
 * ``kit``: ``python -m autograder grade <course>/submitted --jobs J --out DIR``,
@@ -16,7 +16,7 @@ same notebooks are graded in one run (``--ways`` picks some):
   timing tier: the difference between the two rows is the tier's share.
 * ``kit-per-student``: the kit row again with a course secret (``--course-secret``):
   every student's hidden cases are drawn from a seed of their own and built
-  for that submission (autograder/seeds.py). The difference from the kit row is
+  for that submission (autograder/core/seeds.py). The difference from the kit row is
   what cases of one's own cost; the run also prints what building one seed's
   cases and their expected outputs costs in this process, alone.
 * ``kit-no-cgroups``: the kit row again with ``AUTOGRADER_CGROUP=off``: no
@@ -88,12 +88,12 @@ if str(REPO_ROOT) not in sys.path:
 import torch  # noqa: E402
 
 from autograder import rubric  # noqa: E402
-from autograder.build import REFERENCE, strip_markers  # noqa: E402
-from autograder.cases import build_cases  # noqa: E402
+from autograder.course.build import REFERENCE, strip_markers  # noqa: E402
+from autograder.core.cases import build_cases  # noqa: E402
 from autograder.units.positional_encodings.cases.relative_positions import distances  # noqa: E402
-from autograder.course import (BEGIN_HIDDEN, COURSE, END_HIDDEN, NOTEBOOK, _nbgrader, function_source,  # noqa: E402
+from autograder.course.notebook import (BEGIN_HIDDEN, COURSE, END_HIDDEN, NOTEBOOK, _nbgrader, function_source,  # noqa: E402
                                nbgrader_environment, notebook_text, run_nbgrader)
-from autograder.demo import apply
+from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES  # noqa: E402
 from solutions import positional_encodings as ref  # noqa: E402
 
@@ -505,7 +505,7 @@ def grade_with_kit(course, root, jobs, students, timing_mode=None, cgroups=True,
         key, name = "kit-per-student", "kit, --course-secret"
         secret = root / "course_secret"
         if not secret.exists():
-            from autograder.seeds import write_secret
+            from autograder.core.seeds import write_secret
 
             write_secret(secret)
         extra = ["--course-secret", str(secret)]
@@ -680,8 +680,8 @@ WAYS = ("kit", "kit-per-student", "kit-no-timing", "kit-no-cgroups", "nbgrader-k
 
 def cases_cost(seeds=10):
     """Seconds to build one seed's hidden cases, expected outputs and plan, in this process (median of ``seeds``)."""
-    from autograder.cases import build_cases
-    from autograder.sandbox import serialize_plan
+    from autograder.core.cases import build_cases
+    from autograder.sandbox.server import serialize_plan
 
     build_cases(1)  # imports and first-call costs out of the figure
     times = []

@@ -25,15 +25,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import docker_kit  # noqa: E402
-from autograder import gradescope  # noqa: E402
-from autograder.build import REFERENCE, strip_markers  # noqa: E402
+from autograder.ways_in import gradescope  # noqa: E402
+from autograder.course.build import REFERENCE, strip_markers  # noqa: E402
 from test_timing_tier import MATERIALISED, ROW_LOOP  # noqa: E402
 
 DRIVER = """
 import json, re, sys
 sys.path.insert(0, "/autograder/source")
-from autograder import timing
-from autograder.grade import Grader
+from autograder.core import timing
+from autograder.core.grade import Grader
 if sys.argv[1] == "wall":
     timing.cpu_allowance = lambda: 64.0  # as if the container had whole CPUs: the wall clock
 grader = Grader("positional_encodings", sandbox="required", secrets=["/autograder/source"])

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import units
-from autograder.build import make_stub, strip_markers, student_folder
-from autograder.course import notebook_name, source_folder
-from autograder.grade import Grader
-from autograder.sandbox import Limits
+from autograder.core import units
+from autograder.course.build import make_stub, strip_markers, student_folder
+from autograder.course.notebook import notebook_name, source_folder
+from autograder.core.grade import Grader
+from autograder.sandbox.server import Limits
 
 HERE = Path(__file__).parent
 # Most tests are of the first unit; each test file of the second says so itself.

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.course import run_nbgrader
+from autograder.course.release import run_nbgrader
 
 
 @dataclass

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import units
+from autograder.core import units
 
 rubric = units.get("positional_encodings").rubric  # the unit the corpus is built for; corpus(unit=) rebinds it
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import units
-from autograder.build import strip_markers
-from autograder.grade import Grader
+from autograder.core import units
+from autograder.course.build import strip_markers
+from autograder.core.grade import Grader
 
 FOLDER = Path(__file__).parent / "submissions" / "blind"
 UNITS = ("positional_encodings", "rotary_alibi")

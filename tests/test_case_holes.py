@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-from autograder.cases import build_cases
+from autograder.core.cases import build_cases
 from autograder.units.positional_encodings.job import scrambled_buckets
 from conftest import UNIT
 
@@ -82,7 +82,7 @@ def test_the_stand_in_helper_shows_every_setting_in_every_t5_bias_case():
 ])
 def test_a_wrong_helper_costs_its_own_points_and_not_the_timing_of_the_path_that_calls_it(
         grader, tmp_path, reference_text, mistake_name, helper_task, path_test):
-    from autograder.demo import apply
+    from autograder.ways_in.demo import apply
     from autograder.units.positional_encodings.samples import MISTAKES
 
     mistake = next(m for m in MISTAKES if m.name == mistake_name)
@@ -99,7 +99,7 @@ def test_a_mistake_is_charged_once_within_its_task(grader, tmp_path, reference_t
     """Swapped sin and cos fail the value test, and the edge cases too; it cost 9 of the task's 13 points. Now
     the edge-case test, where the swap is all that is wrong, keeps its points and says why."""
     from autograder.units.positional_encodings import rubric
-    from autograder.demo import apply
+    from autograder.ways_in.demo import apply
     from autograder.units.positional_encodings.samples import MISTAKES
 
     mistake = next(m for m in MISTAKES if m.name == "sin_cos_swapped")

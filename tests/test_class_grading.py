@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from autograder.units.positional_encodings import rubric
-from autograder.batch import grade_class, unique_names
-from autograder.build import ROOT
-from autograder.demo import apply
+from autograder.ways_in.batch import grade_class, unique_names
+from autograder.course.build import ROOT
+from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
 
 CLASS_SIZE = 200

@@ -24,10 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.units.positional_encodings import rubric
-from autograder.build import ROOT, make_stub, strip_markers
-from autograder.demo import apply
+from autograder.course.build import ROOT, make_stub, strip_markers
+from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
-from autograder.sandbox import bubblewrap
+from autograder.sandbox.server import bubblewrap
 from red_team_corpus import BUSY_THREADS, corpus, processes_named
 from conftest import REFERENCE, UNIT
 
@@ -163,7 +163,7 @@ def test_hostile_classmates_change_no_honest_score_and_the_run_completes(alone, 
 
 def test_the_class_run_leaves_no_control_group_behind():
     """Every job's group, and the run's own, are removed when the run ends (a killed run's, at the next start)."""
-    from autograder.cgroups import Tree, Unavailable
+    from autograder.sandbox.cgroups import Tree, Unavailable
 
     try:
         tree = Tree.detect()

@@ -2,7 +2,7 @@
 
 import torch
 
-from autograder.compare import mismatch
+from autograder.core.compare import mismatch
 
 
 def test_a_non_tensor_is_reported_by_its_type():

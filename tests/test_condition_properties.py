@@ -3,7 +3,7 @@ condition is told where none separates the passing cases from the failing ones (
 
 from hypothesis import given, strategies as st
 
-from autograder.diagnosis import condition, separating_features, sizes_in_error
+from autograder.core.diagnosis import condition, separating_features, sizes_in_error
 
 VALUES = {"lengths": ["Lq == Lk", "Lq != Lk"], "dtype": ["dtype float32", "dtype float64"],
           "heads": ["one head", "several heads"]}

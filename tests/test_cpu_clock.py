@@ -12,7 +12,7 @@ import sys
 
 from hypothesis import given, settings, strategies as st
 
-from autograder.timing import settled_cpu_seconds
+from autograder.core.timing import settled_cpu_seconds
 
 # A process that, for each line "WORK AFTER", burns WORK seconds of CPU, replies, then burns AFTER seconds more
 # before it reads its next line (as a runner does the protocol's bookkeeping after its reply).

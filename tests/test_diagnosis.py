@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from autograder.cases.common import tensor_check
+from autograder.core.cases import tensor_check
 
 WRONG_DTYPE = {
     # function: (the task's tests, a wrapper that returns the reference's values in another dtype)
@@ -77,9 +77,9 @@ def test_a_mistake_shared_by_every_failing_case_is_named_even_where_another_expl
                                                                                                     reference_text):
     """On a case whose queries sit at position 0 a rotation of both q and k the wrong way and of k alone the wrong
     way give the same scores: the test names the mistake that its other failing cases show (k alone)."""
-    from autograder import units
-    from autograder.build import strip_markers
-    from autograder.grade import Grader
+    from autograder.core import units
+    from autograder.course.build import strip_markers
+    from autograder.core.grade import Grader
 
     unit = units.get("rotary_alibi")
     path = tmp_path / "keys_backwards.py"

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grade, gradescope
+from autograder.core import grade
+from autograder.ways_in import gradescope, platform
 from autograder.units.positional_encodings import rubric
-from autograder.demo import apply
+from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
-from autograder.sandbox import SandboxMissing, bubblewrap
+from autograder.sandbox.server import SandboxMissing, bubblewrap
 from conftest import notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,8 +83,8 @@ def test_the_zip_holds_the_two_scripts_and_the_kit_and_nothing_else(bundle):
     with zipfile.ZipFile(bundle) as archive:
         infos = {info.filename: info for info in archive.infolist()}
         setup = archive.read("setup.sh").decode()
-    for name in ("setup.sh", "run_autograder", "autograder/grade.py", "autograder/gradescope.py",
-                 "autograder/worker.py", "autograder/units/positional_encodings/cases/shaw.py", "solutions/positional_encodings.py",
+    for name in ("setup.sh", "run_autograder", "autograder/core/grade.py", "autograder/ways_in/gradescope.py",
+                 "autograder/sandbox/worker.py", "autograder/units/positional_encodings/cases/shaw.py", "solutions/positional_encodings.py",
                  "pyproject.toml", "README.md"):
         assert name in infos, name
     assert infos["run_autograder"].external_attr >> 16 & stat.S_IXUSR
@@ -92,7 +93,7 @@ def test_the_zip_holds_the_two_scripts_and_the_kit_and_nothing_else(bundle):
     # The CPU build of the pinned torch, the kit's other dependencies, and never the kit in the venv the sandbox mounts.
     assert "'torch==2.13.0' --index-url https://download.pytorch.org/whl/cpu" in setup and "bubblewrap" in setup
     assert "--no-index --dest /tmp/kit-torch 'torch==2.13.0'" in setup  # first from a wheel folder pip knows
-    for requirement in gradescope.dependencies((ROOT / "pyproject.toml").read_text()):
+    for requirement in platform.dependencies((ROOT / "pyproject.toml").read_text()):
         assert f"'{requirement}'" in setup or requirement.startswith("torch")  # torch: the pinned CPU build
     assert "/autograder/source" not in " ".join(line for line in setup.splitlines() if "pip install" in line)
 
@@ -111,7 +112,7 @@ def test_bundle_packages_are_the_ones_pyproject_installs():
     tomllib = pytest.importorskip("tomllib")
     include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
     installed = setuptools.find_packages(str(ROOT), include=include)
-    assert sorted(gradescope._packages(ROOT)) == sorted(package.replace(".", "/") for package in installed)
+    assert sorted(platform._packages(ROOT)) == sorted(package.replace(".", "/") for package in installed)
 
 
 @needs_bubblewrap
@@ -214,7 +215,7 @@ class BrokenGrader(FakeGrader):
 
 def test_a_grader_crash_still_writes_results_telling_the_student_to_tell_the_instructor(
         tmp_path, monkeypatch, reference_text, capsys):
-    monkeypatch.setattr("autograder.grade.Grader", BrokenGrader)
+    monkeypatch.setattr("autograder.core.grade.Grader", BrokenGrader)
     results = grade_in_process(tmp_path / "autograder", {"positional_encodings.py": reference_text})
     assert results["score"] == 0 and "tell your instructor" in results["output"]
     assert results["stdout_visibility"] == "hidden"  # the traceback is for the instructor
@@ -224,7 +225,7 @@ def test_a_grader_crash_still_writes_results_telling_the_student_to_tell_the_ins
 def test_without_a_working_sandbox_nothing_is_graded_unless_the_instructor_allows_it(
         tmp_path, monkeypatch, reference_text):
     FakeGrader.made.clear()
-    monkeypatch.setattr("autograder.grade.Grader", FakeGrader)
+    monkeypatch.setattr("autograder.core.grade.Grader", FakeGrader)
     monkeypatch.setattr(FakeGrader, "refuse", "bubblewrap cannot make its namespaces here (EPERM)")
     monkeypatch.delenv(gradescope.UNSANDBOXED_VARIABLE, raising=False)
     refused = grade_in_process(tmp_path / "refused", {"positional_encodings.py": reference_text})
@@ -246,7 +247,7 @@ def test_the_instructor_allows_unsandboxed_grading_in_the_zip_itself(tmp_path):
 
 @needs_bubblewrap
 def test_the_bubblewrap_probe_passes_here_and_reports_what_bubblewrap_says_when_it_fails(monkeypatch, tmp_path):
-    from autograder import sandbox
+    from autograder.sandbox import server as sandbox
 
     monkeypatch.setattr(sandbox, "_BUBBLEWRAP_PROBLEM", {})
     assert sandbox.bubblewrap_problem() is None

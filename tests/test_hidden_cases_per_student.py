@@ -16,14 +16,14 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from autograder import seeds
+from autograder.core import seeds
 from autograder.units.positional_encodings import rubric
-from autograder.cases import build_cases
-from autograder.demo import apply
+from autograder.core.cases import build_cases
+from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
-from autograder.gradescope import gradescope_identity
-from autograder.grade import Grader
-from autograder.prairielearn import variant_identity
+from autograder.ways_in.gradescope import gradescope_identity
+from autograder.core.grade import Grader
+from autograder.ways_in.prairielearn import variant_identity
 from conftest import UNIT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,7 +235,7 @@ def test_the_command_line_makes_a_secret_and_grades_each_student_with_their_own_
 def test_a_course_secret_where_jobs_could_read_it_stops_the_grader(tmp_path):
     """In the bubblewrap tier the system's and the Python environment's folders are mounted into every job: a
     secret kept there is refused before any job runs, with the reason."""
-    from autograder.sandbox import BUBBLEWRAP, SandboxMissing, bubblewrap_problem, visible_to_jobs
+    from autograder.sandbox.server import BUBBLEWRAP, SandboxMissing, bubblewrap_problem, visible_to_jobs
 
     inside = Path(sys.prefix) / "course_secret_for_a_test"
     assert visible_to_jobs([inside]) == [str(inside)]
@@ -251,7 +251,7 @@ def test_nbgrader_s_trusted_grades_draw_each_student_s_cases_from_the_course_sec
     config and the student id nbgrader gives it, so the gradebook holds grades of each student's own cases."""
     import nbformat
 
-    from autograder import nbgrader_bridge
+    from autograder.ways_in import nbgrader_bridge
 
     secret_file = seeds.write_secret(tmp_path / "course_secret")
     seen = []
@@ -262,7 +262,7 @@ def test_nbgrader_s_trusted_grades_draw_each_student_s_cases_from_the_course_sec
             seen.append((student, result.seed))
             return result
 
-    monkeypatch.setattr("autograder.grade.Grader", Recording)
+    monkeypatch.setattr("autograder.core.grade.Grader", Recording)
     monkeypatch.setattr(nbgrader_bridge.TrustedGrades, "_graders", {})
     notebook = nbformat.read(ROOT / "assignments" / "source" / "positional_encodings" / "positional_encodings.ipynb",
                              as_version=4)

@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.units.positional_encodings import rubric
-from autograder.grade import Result
-from autograder.grade import TestResult as Row  # not "Test...": pytest would try to collect it
-from autograder.inert import csv_cell, inert, inert_line, is_inert
-from autograder.report import feedback, grades_csv, headline, table
-from autograder.summary import summary_text
+from autograder.core.grade import Result
+from autograder.core.grade import TestResult as Row  # not "Test...": pytest would try to collect it
+from autograder.intake.inert import csv_cell, inert, inert_line, is_inert
+from autograder.core.report import feedback, grades_csv, headline, table
+from autograder.core.summary import summary_text
 
 # Each of these does something on a terminal, in a log viewer or to the order a reader sees.
 ATTACKS = (

@@ -1,6 +1,6 @@
 """What a student hands in is read as data: regular files only, nothing followed, every notebook validated.
 
-Invariants 1 and 2 of docs/THREAT_MODEL.md, on the reading side (autograder/load.py):
+Invariants 1 and 2 of docs/THREAT_MODEL.md, on the reading side (autograder/intake/load.py):
 generated folders full of links, pipes, sockets, devices, hard links, huge and
 deep entries; generated and mutated notebooks; the files every editor saves. The
 answer is always the honest chunks or a LoadError that names what was refused:
@@ -27,10 +27,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder import gradescope
-from autograder import load as intake
-from autograder.build import ROOT
-from autograder.load import LoadError, fingerprint, shown_name
+from autograder.ways_in import gradescope, platform
+from autograder.intake import load as intake
+from autograder.course.build import ROOT
+from autograder.intake.load import LoadError, fingerprint, shown_name
 from conftest import REFERENCE, STUDENT_DIR, UNIT
 
 
@@ -305,7 +305,7 @@ def test_a_fifo_never_blocks_whether_named_or_in_a_folder(tmp_path):
 
 def test_a_symlink_to_the_reference_no_longer_scores_100(tmp_path):
     """The regression: a folder whose positional_encodings.py links to the kit's reference scored 100/100."""
-    from autograder.grade import Grader
+    from autograder.core.grade import Grader
 
     folder = tmp_path / "mallory"
     folder.mkdir()
@@ -334,7 +334,7 @@ def test_gradescope_refuses_a_symlinked_upload_without_following_it(tmp_path):
     submission = tmp_path / "submission"
     (submission / "work").mkdir(parents=True)
     os.symlink(REFERENCE, submission / "work" / "positional_encodings.py")
-    path, refusal = gradescope._find_file(submission, UNIT)
+    path, refusal = platform._find_file(submission, UNIT)
     assert path is None and refusal.score == 0
     assert "work/positional_encodings.py is a symbolic link" in refusal.notes[0]
     root = tmp_path / "autograder"
@@ -350,7 +350,7 @@ def test_gradescope_lists_an_honest_upload_as_before(tmp_path):
     (submission / "nested").mkdir(parents=True)
     (submission / "nested" / "positional_encodings.py").write_text("x = 1\n")
     (submission / ".hidden").write_text("")
-    path, refusal = gradescope._find_file(submission, UNIT)
+    path, refusal = platform._find_file(submission, UNIT)
     assert refusal is None and path == submission / "nested" / "positional_encodings.py"
 
 
@@ -810,7 +810,7 @@ def loader_without_nbformat(monkeypatch):
 
 
 def test_the_students_loader_is_this_module(loader_without_nbformat):
-    assert STUDENT_LOADER.read_text().split("\n", 1)[1] == (ROOT / "autograder" / "load.py").read_text()
+    assert STUDENT_LOADER.read_text().split("\n", 1)[1] == (ROOT / "autograder" / "intake" / "load.py").read_text()
 
 
 def test_the_students_loader_works_without_nbformat(loader_without_nbformat, tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from autograder import users
+from autograder.sandbox import users
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the job users are made and swept by root")
 UID = users.JOB_UIDS.stop - 1  # the pool's last id: the tests below never share it with a grading run's first
@@ -172,7 +172,7 @@ def test_the_command_line_refuses_job_users_that_could_read_the_kit_and_says_wha
                                                                                             reference_text):
     """This checkout is readable by everyone (or its Python is not): tier C would leak the reference, so the
     grader refuses to start in it, naming the fix, and grades nothing."""
-    from autograder.build import ROOT
+    from autograder.course.build import ROOT
 
     submission = tmp_path / "alice.py"
     submission.write_text(reference_text)

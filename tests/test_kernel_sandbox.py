@@ -13,8 +13,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder.build import ROOT
-from autograder.sandbox import bubblewrap
+from autograder.course.build import ROOT
+from autograder.sandbox.server import bubblewrap
 from red_team_corpus import processes_named
 from conftest import REFERENCE
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (bwrap)
 
 
 def _run(cells, folder, timeout=60):
-    from autograder.kernel_sandbox import SandboxedKernelManager
+    from autograder.sandbox.kernel import SandboxedKernelManager
 
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
@@ -90,7 +90,7 @@ def test_matplotlib_in_the_sandbox_writes_no_fontconfig_error():
     import subprocess
     import sys
 
-    from autograder.sandbox import READ_ONLY_ROOT, bubblewrap_problem, sandbox_options
+    from autograder.sandbox.server import READ_ONLY_ROOT, bubblewrap_problem, sandbox_options
 
     if bubblewrap_problem():
         pytest.skip(f"bubblewrap cannot run here: {bubblewrap_problem()}")

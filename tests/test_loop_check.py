@@ -18,9 +18,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.build import strip_markers
-from autograder.compare import assert_no_loops, loops_in
-from autograder.loop_check import findings
+from autograder.course.build import strip_markers
+from autograder.core.compare import assert_no_loops, loops_in
+from autograder.core.loop_check import findings
 from conftest import REFERENCE, UNIT
 
 ALTERNATIVES = sorted((Path(__file__).parent / "submissions" / "alternatives").glob("*.py"))
@@ -222,8 +222,8 @@ def test_code_that_never_runs_cannot_bind_anything_and_is_not_reported():
 
 
 def test_the_submissions_own_module_name_is_refused_as_the_worker_names_it():
-    import autograder.timing  # noqa: F401  (the timing tier registers every unit's module name with the check)
-    from autograder import units
+    import autograder.core.timing  # noqa: F401  (the timing tier registers every unit's module name with the check)
+    from autograder.core import units
 
     for name in units.module_names():  # the name the job gives the student's code (sandbox.Plan.module)
         for line in (f"import {name}", f"from {name} import shaw_scores", f"import {name} as me"):
@@ -389,7 +389,7 @@ def test_every_alternative_formulation_gives_no_finding(path, reference_text):
 
 
 def test_the_reference_and_its_notebook_give_no_finding(reference_text):
-    from autograder.load import load
+    from autograder.intake.load import load
 
     assert loops_in(reference_text, SHAW_PATH) == [] and loops_in(reference_text, T5_PATH) == []
     notebook = load(Path(__file__).parents[1] / "assignments" / "source" / "positional_encodings"
@@ -492,7 +492,7 @@ shaw_scores = functools.lru_cache(maxsize=None)(_slow)
 
 
 def test_a_memoized_loop_bound_by_assignment_gets_no_timing_points(tmp_path, reference_text):
-    from autograder.grade import Grader
+    from autograder.core.grade import Grader
 
     path = tmp_path / "memoized_loop.py"
     path.write_text(reference_text + MEMOIZED_LOOP)

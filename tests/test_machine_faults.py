@@ -13,9 +13,9 @@ import signal
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from autograder import batch
-from autograder.sandbox import ForkServer, ServerFailed
-from autograder.timing import ServeChild
+from autograder.ways_in import batch
+from autograder.sandbox.server import ForkServer, ServerFailed
+from autograder.core.timing import ServeChild
 
 
 @pytest.fixture()
@@ -133,7 +133,7 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
 
 def test_a_call_past_its_time_in_one_path_costs_the_next_path_nothing(grader, tmp_path, reference_text,
                                                                       monkeypatch):
-    from autograder import limits
+    from autograder.sandbox import limits
 
     monkeypatch.setattr(limits, "TIMING_CALL_SECONDS", 1.0)  # the call's reply comes 2 s after it is given up
     path = tmp_path / "slow_shaw.py"

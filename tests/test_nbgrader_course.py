@@ -25,11 +25,12 @@ from types import SimpleNamespace
 import pytest
 
 from autograder.units.positional_encodings import rubric
-from autograder.build import ROOT, solution_regions
-from autograder.course import COURSE, function_source, release
-from autograder.demo import apply
+from autograder.course.build import ROOT, solution_regions
+from autograder.course.notebook import COURSE, function_source
+from autograder.course.release import release
+from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
-from autograder.nbgrader_bridge import BoundedExecute
+from autograder.ways_in.nbgrader_bridge import BoundedExecute
 from nbgrader_class import autograde_class, shard_courses, submit_class, submitted
 from red_team_corpus import corpus, processes_named, student_notebook
 from conftest import NOTEBOOK, REFERENCE, UNIT
@@ -383,7 +384,7 @@ def _files_of(folder):
 
 def test_release_holds_no_solution_no_hidden_test_and_no_grader_file(course):
     secret_files = [ROOT / "autograder" / "units" / "positional_encodings" / "rubric.py", ROOT / "autograder" / "nbgrader_bridge.py",
-                    *(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "cases").glob("*.py")]
+                    *(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "units").glob("*/cases/*.py")]
     secret_bytes = {path.read_bytes() for path in secret_files}
     solution_lines = _distinctive_solution_lines()
     assert len(solution_lines) > 20

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 from nbconvert import HTMLExporter
 
 from autograder.units.positional_encodings import rubric
-from autograder.course import COURSE, run_nbgrader
-from autograder.nbgrader_inert import MakeInert, clean_markdown, safe_image, safe_link
-from autograder.sandbox import bubblewrap
+from autograder.course.notebook import COURSE
+from autograder.course.release import run_nbgrader
+from autograder.ways_in.nbgrader_inert import MakeInert, clean_markdown, safe_image, safe_link
+from autograder.sandbox.server import bubblewrap
 from conftest import NOTEBOOK, SOURCE
 
 MARK = "PWNED"  # every attack carries it, so what the page's own template does is never mistaken for one
@@ -368,7 +369,7 @@ def test_nbgrader_autograde_and_generate_feedback_leave_no_students_script(tmp_p
 
 
 # Formulas in the feedback as MathML (OfflineMath): drawn without internet access, and never a way in.
-from autograder.nbgrader_inert import MATHML_ATTRIBUTES, MATHML_TAGS, OfflineMath  # noqa: E402
+from autograder.ways_in.nbgrader_inert import MATHML_ATTRIBUTES, MATHML_TAGS, OfflineMath  # noqa: E402
 
 TEX_PIECES = (
     r"\sqrt{d_k}", r"\mathrm{PE}(t, 2i) = \sin(t / 10000^{2i/d})", r"\frac{q_i \cdot k_j}{\sqrt{d}}", "i < j",

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder import units
-from autograder.build import strip_markers
-from autograder.course import COURSE, function_source, notebook_name, release
-from autograder.grade import Grader
-from autograder.sandbox import Limits
+from autograder.core import units
+from autograder.course.build import strip_markers
+from autograder.course.notebook import COURSE, function_source, notebook_name
+from autograder.course.release import release
+from autograder.core.grade import Grader
+from autograder.sandbox.server import Limits
 from nbgrader_class import autograde_class, shard_courses, submit_class, submitted
 from red_team_corpus import corpus, processes_named, student_notebook
 

@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 
 import docker_kit
-from autograder import gradescope, prairielearn
+from autograder.ways_in import gradescope, prairielearn
 from autograder.units.positional_encodings import rubric
-from autograder.demo import write_class
-from autograder.grade import Grader
-from autograder.users import JOB_UIDS
+from autograder.ways_in.demo import write_class
+from autograder.core.grade import Grader
+from autograder.sandbox.users import JOB_UIDS
 from conftest import UNIT, notebook
 from red_team_corpus import corpus
 from test_gradescope import assert_gradescope_schema
@@ -339,7 +339,7 @@ def test_prairielearn_contains_every_attack(prairielearn_graded, graded, name):
 STABILITY = """
 import json, sys
 sys.path.insert(0, "/autograder/source")
-from autograder.grade import Grader
+from autograder.core.grade import Grader
 grader = Grader("positional_encodings", sandbox="required", secrets=["/autograder/source"])
 verdicts = []
 for name in sys.argv[1:]:

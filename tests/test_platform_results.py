@@ -3,9 +3,9 @@ case in sight before its date, the score unchanged; PrairieLearn's format kept w
 
 from hypothesis import given, settings, strategies as st
 
-from autograder import gradescope, prairielearn
+from autograder.ways_in import gradescope, prairielearn
 from autograder.units.positional_encodings import rubric
-from autograder import grade
+from autograder.core import grade
 
 SECRET = "sinusoidal_table(50, 16) is wrong at [0, 1]: expected 0.841471, got 0.540302"
 outputs = st.sampled_from(["", SECRET, SECRET + "\nLikely mistake: sin and cos are swapped.",

@@ -12,9 +12,10 @@ import sys
 
 import pytest
 
-from autograder import gradescope, prairielearn, units
+from autograder.ways_in import gradescope, prairielearn
+from autograder.core import units
 from autograder.units.positional_encodings import rubric
-from autograder.sandbox import bubblewrap
+from autograder.sandbox.server import bubblewrap
 from conftest import notebook
 
 KIT = f"serverFilesCourse/{prairielearn.KIT_FOLDER}"
@@ -88,7 +89,7 @@ def test_a_python_that_cannot_start_still_leaves_results_that_say_so(bundle, tmp
 
 
 def test_a_failed_test_s_message_keeps_the_hidden_case_out_of_sight(reference_text):
-    from autograder.grade import Result, TestResult
+    from autograder.core.grade import Result, TestResult
 
     tests = [TestResult(test.id, test.task, test.points, test.points, "Passed.") for test in rubric.TESTS]
     where = [test.id for test in rubric.TESTS].index("sinusoidal_values")

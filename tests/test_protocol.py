@@ -1,7 +1,7 @@
 """Invariant 2, the protocol side: whatever a job sends back is data, checked before use, never an exception.
 
 The student's code runs in the job and can write anything to the worker's pipes. Every frame is decoded by
-autograder/protocol.py into plain data and plain tensors and checked against its schema; anything else is a
+autograder/sandbox/protocol.py into plain data and plain tensors and checked against its schema; anything else is a
 ProtocolError, which the grader turns into that submission's row. These tests throw generated frames at the
 decoder, round-trip generated values through the worker's encoder, and let real submissions write generated
 bytes to every descriptor they hold.
@@ -16,12 +16,12 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from autograder import protocol
+from autograder.sandbox import protocol
 from autograder.units.positional_encodings import rubric
-from autograder.build import ROOT
-from autograder.inert import is_inert
+from autograder.course.build import ROOT
+from autograder.intake.inert import is_inert
 
-sys.path.insert(0, str(ROOT / "autograder"))
+sys.path.insert(0, str(ROOT / "autograder" / "sandbox"))
 import worker  # noqa: E402  (the job's side, as the sandbox runs it: a file of its own)
 from conftest import UNIT
 
@@ -146,8 +146,8 @@ for _fd in range(3, 64):
 
 @pytest.fixture(scope="module")
 def protocol_grader():
-    from autograder.grade import Grader
-    from autograder.sandbox import Limits
+    from autograder.core.grade import Grader
+    from autograder.sandbox.server import Limits
 
     grader = Grader(UNIT, limits=Limits(wall_seconds=20, task_seconds=5), timing_mode="withhold", sandbox="auto")
     yield grader

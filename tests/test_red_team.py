@@ -19,10 +19,10 @@ import uuid
 import pytest
 
 from autograder.units.positional_encodings import rubric
-from autograder.build import ROOT
-from autograder.grade import Grader
-from autograder.inert import is_inert
-from autograder.sandbox import Limits, bubblewrap
+from autograder.course.build import ROOT
+from autograder.core.grade import Grader
+from autograder.intake.inert import is_inert
+from autograder.sandbox.server import Limits, bubblewrap
 from red_team_corpus import BUSY_THREADS, MEMORY_LIMIT_BYTES, corpus, processes_named
 from conftest import REFERENCE, UNIT
 
@@ -115,7 +115,7 @@ def test_raising_value_error_everywhere_earns_no_invalid_argument_points(red_tea
 
 
 def test_escape_sequences_reach_no_report_as_escapes(red_team, tmp_path):
-    from autograder import report
+    from autograder.core import report
 
     import csv
     import io
@@ -262,7 +262,7 @@ def test_threads_left_running_at_import_get_no_timing_points_and_cost_classmates
 
 def test_no_student_code_runs_while_another_submission_is_timed(tier_grader, tmp_path, reference_text, monkeypatch):
     """Each timing job's whole life (load, setup, warm-up, calls) lies outside every other submission's timing."""
-    from autograder import timing
+    from autograder.core import timing
 
     lives, timings = {}, {}
     real_init, real_close, real_time = timing.ServeChild.__init__, timing.ServeChild.close, timing._time_path
@@ -311,8 +311,8 @@ def test_a_submission_that_asks_torch_for_more_threads_keeps_its_timing_points(t
 # The same corpus against the second unit: each attack replaces rotary_alibi's functions instead, on its stubs.
 @pytest.fixture(scope="module")
 def red_team_second_unit(tmp_path_factory):
-    from autograder import units
-    from autograder.build import make_stub, strip_markers
+    from autograder.core import units
+    from autograder.course.build import make_stub, strip_markers
 
     unit = units.get("rotary_alibi")
     source = unit.reference_path.read_text(encoding="utf-8")

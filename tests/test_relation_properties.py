@@ -6,7 +6,7 @@ import math
 import torch
 from hypothesis import assume, given, settings, strategies as st
 
-from autograder.compare import relation
+from autograder.core.compare import relation
 
 AXES = ("batch", "head", "query", "key")
 

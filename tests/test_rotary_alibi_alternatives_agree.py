@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.build import strip_markers
-from autograder.loop_check import loops_in
+from autograder.course.build import strip_markers
+from autograder.core.loop_check import loops_in
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "solutions" / "rotary_alibi.py"

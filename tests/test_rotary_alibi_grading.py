@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import units
-from autograder.build import make_stub, strip_markers
-from autograder.grade import Grader
+from autograder.core import units
+from autograder.course.build import make_stub, strip_markers
+from autograder.core.grade import Grader
 
 UNIT = units.get("rotary_alibi")
 FOLDER = Path(__file__).parent / "submissions" / "rotary_alibi"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build import BEGIN, END, solution_regions, strip_markers
-from autograder.loop_check import loops_in
+from autograder.course.build import BEGIN, END, solution_regions, strip_markers
+from autograder.core.loop_check import loops_in
 
 REFERENCE = Path(__file__).resolve().parent.parent / "solutions" / "rotary_alibi.py"
 TASKS = ("rotary_angles", "apply_rotary", "rope_scores", "alibi_slopes", "alibi_bias", "scaled_positions")

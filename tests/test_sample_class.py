@@ -8,8 +8,8 @@ calls does not (the path is timed with the grader's stand-in for it).
 import pytest
 
 from autograder.units.positional_encodings import rubric
-from autograder.build import strip_markers
-from autograder.demo import apply, write_class
+from autograder.course.build import strip_markers
+from autograder.ways_in.demo import apply, write_class
 from autograder.units.positional_encodings.samples import MISTAKES
 from conftest import REFERENCE, UNIT, task_scores
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build import ROOT
-from autograder.grade import Grader
-from autograder.sandbox import bubblewrap
+from autograder.course.build import ROOT
+from autograder.core.grade import Grader
+from autograder.sandbox.server import bubblewrap
 from red_team_corpus import processes_named
 from conftest import REFERENCE, UNIT
 
@@ -198,9 +198,9 @@ for pid in range(1, 4096):  # every process id this one could signal (1 is its o
 def test_the_fork_server_without_namespaces_of_its_own_still_grades(sandboxed, isolate, reference_text, tmp_path):
     """Where the kernel refuses namespaces inside bubblewrap, each job gets a server of its own; unsandboxed, a plain fork."""
     from autograder.units.positional_encodings import rubric
-    from autograder.cases import build_cases
-    from autograder.load import load
-    from autograder.sandbox import ForkServer, Limits, run_submission, serialize_plan
+    from autograder.core.cases import build_cases
+    from autograder.intake.load import load
+    from autograder.sandbox.server import ForkServer, Limits, run_submission, serialize_plan
 
     path = tmp_path / "reference.py"
     path.write_text(reference_text + "\nimport os\nos.makedirs('made_here', exist_ok=True)\n")
@@ -218,7 +218,7 @@ def test_the_fork_server_without_namespaces_of_its_own_still_grades(sandboxed, i
 
 def test_a_kit_installed_into_the_python_environment_is_hidden_inside(monkeypatch, tmp_path):
     """pip install . (not -e) puts the grader and the reference in site-packages, which the sandbox mounts."""
-    from autograder import sandbox
+    from autograder.sandbox import server as sandbox
 
     secret_folder = Path(sys.prefix) / f"kit-{uuid.uuid4().hex[:8]}"
     secret_folder.mkdir()

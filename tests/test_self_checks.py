@@ -9,7 +9,7 @@ import pytest
 
 from autograder.units.positional_encodings import rubric
 
-from autograder.demo import apply
+from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
 from conftest import STUDENT_DIR
 
@@ -105,8 +105,8 @@ def test_a_mistake_no_check_knows_is_told_how_the_output_relates_to_the_expected
 # red and telling on the stubs, and the words the lesson gives (rotary, alibi) selecting whole families.
 @pytest.fixture(scope="module")
 def second_unit(tmp_path_factory):
-    from autograder import units
-    from autograder.build import make_stub, strip_markers, student_folder
+    from autograder.core import units
+    from autograder.course.build import make_stub, strip_markers, student_folder
 
     unit = units.get("rotary_alibi")
     source = unit.reference_path.read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from autograder.units.positional_encodings import rubric
-from autograder.build import ROOT, generated_files, make_stub, solution_regions
+from autograder.course.build import ROOT, generated_files, make_stub, solution_regions
 from conftest import REFERENCE, STUDENT_DIR, UNIT
 
 

@@ -17,9 +17,9 @@ import sys
 import pytest
 
 from autograder.units.positional_encodings import rubric
-from autograder.grade import Result
-from autograder.grade import TestResult as Row  # not "Test...": pytest would try to collect it
-from autograder.summary import (BIN_LABELS, common_conditions, common_mistakes, histogram, score_bin, summary_plot, summary_text,
+from autograder.core.grade import Result
+from autograder.core.grade import TestResult as Row  # not "Test...": pytest would try to collect it
+from autograder.core.summary import (BIN_LABELS, common_conditions, common_mistakes, histogram, score_bin, summary_plot, summary_text,
                                 write_summary)
 
 SIN_COS = "sin and cos are swapped: column 2k holds the sine, column 2k+1 the cosine."

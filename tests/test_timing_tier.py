@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from autograder.units.positional_encodings import rubric
-from autograder.compare import loops_in
-from autograder.grade import Grader
+from autograder.core.compare import loops_in
+from autograder.core.grade import Grader
 from conftest import UNIT
 
 SHAW_HEADER = "\n\ndef shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):\n"

@@ -22,7 +22,7 @@ import textwrap
 
 import pytest
 
-from autograder.grade import Grader
+from autograder.core.grade import Grader
 from unlisted_variants_blind import BLIND_VARIANTS
 from conftest import UNIT
 

@@ -4,10 +4,10 @@ A test id is ``<task>_<what>``; the task names double as ``pytest -k`` words,
 nbgrader grade ids and feedback headings. Each test is all-or-nothing: it
 passes when every one of its hidden cases passes. The cases themselves (inputs,
 tolerances, mistake diagnoses) live in ``cases/<task>.py`` beside this file; the
-grader's limits, the same for every unit, in ``autograder/limits.py``.
+grader's limits, the same for every unit, in ``autograder/sandbox/limits.py``.
 """
 
-from autograder.units import Task, Test, TimedPath, complete
+from autograder.core.rubric import Task, Test, TimedPath, complete
 
 TITLE = "Positional encodings"
 ORDER = 1  # the first unit of the course
@@ -50,7 +50,7 @@ TESTS = (
     Test("biased_scores_values", "biased_scores", 5, "scale * q @ k^T + bias against the reference"),
     Test("biased_scores_scale", "biased_scores", 2, "the default and an explicit scale, never applied to the bias"),
     Test("biased_scores_broadcast", "biased_scores", 1, "bias of shape (1, H, Lq, Lk), (Lq, Lk) and (B, 1, 1, Lk)"),
-    # The timing tier (autograder/timing.py): the score path against the reference, once it is correct.
+    # The timing tier (autograder/core/timing.py): the score path against the reference, once it is correct.
     # Their feedback (ratios, loops found) quotes no hidden case: shown at once.
     Test("shaw_speed", "timing", 8, "shaw_scores (with its helper) timed against the reference: no loop over "
                                     "positions, time and memory within the rubric's bands", details="visible"),

@@ -1,10 +1,10 @@
 """The first unit's sample class: a dozen submissions, each the reference with one typical mistake.
 
-Each is written out at demo time from the reference with one line changed (see autograder/demo.py); no
+Each is written out at demo time from the reference with one line changed (see autograder/ways_in/demo.py); no
 second copy of any answer is kept.
 """
 
-from autograder.demo import SampleMistake
+from autograder.ways_in.demo import SampleMistake
 
 MISTAKES = (
     SampleMistake("sin_cos_swapped", "sinusoidal", "sin and cos are swapped",

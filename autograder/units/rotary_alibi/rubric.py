@@ -4,7 +4,7 @@ A test id is ``<task>_<what>``, as in the first unit; ids are unique across unit
 ids of one course). The cases live in ``cases/<task>.py``; the timed paths' calls in ``job.py``.
 """
 
-from autograder.units import Task, Test, TimedPath, complete
+from autograder.core.rubric import Task, Test, TimedPath, complete
 
 TITLE = "Rotary positions and ALiBi"
 ORDER = 2  # the course's second unit: it builds on the first (the scores, the sinusoidal rotation identity)

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from autograder.cases.common import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
                                      tensor_check)
 from solutions import positional_encodings as ref
 

@@ -7,8 +7,8 @@ random initialisation drew.
 
 import torch
 
-from autograder.cases.common import Case, Mistake, Verdict, failure_of, raises_check, returned_value, tensor_check
-from autograder.compare import mismatch
+from autograder.core.cases import Case, Mistake, Verdict, failure_of, raises_check, returned_value, tensor_check
+from autograder.core.compare import mismatch
 
 NAME = "LearnedPositionalEmbedding"
 

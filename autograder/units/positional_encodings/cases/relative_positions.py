@@ -2,7 +2,7 @@
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, lengths, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, lengths, tensor_check
 from solutions import positional_encodings as ref
 
 NAME = "clipped_relative_positions"

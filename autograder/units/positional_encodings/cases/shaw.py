@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from autograder.cases.common import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
                                      tensor_check)
 from autograder.units.positional_encodings.cases.relative_positions import distances
 from autograder.units.positional_encodings.job import scrambled_relative_positions

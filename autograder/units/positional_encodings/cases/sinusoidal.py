@@ -8,7 +8,7 @@ tolerance that grows with the row: 1e-5 + 2.5e-7 * t.
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
 from solutions import positional_encodings as ref
 
 NAME = "sinusoidal_table"

@@ -9,7 +9,7 @@ it was given; one that computes buckets itself must give the reference.
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, lengths, size_one, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, lengths, size_one, tensor_check
 from autograder.units.positional_encodings.cases.relative_positions import distances
 from autograder.units.positional_encodings.job import scrambled_buckets
 from solutions import positional_encodings as ref

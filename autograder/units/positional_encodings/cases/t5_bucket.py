@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
 from solutions import positional_encodings as ref
 
 NAME = "t5_relative_position_bucket"

@@ -12,7 +12,7 @@ equivalent and what the contract asks for; without the mask (causal=False) it is
 
 import torch
 
-from autograder.cases.common import (Case, Mistake, Verdict, call_label, call_probe, lengths, raises_check, size_one,
+from autograder.core.cases import (Case, Mistake, Verdict, call_label, call_probe, lengths, raises_check, size_one,
                                      tensor_check)
 from solutions import rotary_alibi as ref
 

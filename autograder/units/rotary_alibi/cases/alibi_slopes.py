@@ -8,7 +8,7 @@ the formula lands within that, and every mistake far outside it.
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
 from solutions import rotary_alibi as ref
 
 NAME = "alibi_slopes"

@@ -12,7 +12,7 @@ Tolerance: each output coordinate is a x cos + b sin of two inputs; a float32 fo
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, raises_check, size_one, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, size_one, tensor_check
 from autograder.units.rotary_alibi.job import scrambled_angles, scrambled_rotation
 from solutions import rotary_alibi as ref
 

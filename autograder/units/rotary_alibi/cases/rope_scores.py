@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from autograder.cases.common import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
                                      tensor_check)
 from autograder.units.rotary_alibi.cases.apply_rotary import _rotate
 from solutions import rotary_alibi as ref

@@ -7,7 +7,7 @@ the position: 1e-5 + 2e-7 * |t| (at t = 10^5 that is 0.02, still far below what 
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
 from solutions import rotary_alibi as ref
 
 NAME = "rotary_angles"

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from autograder.cases.common import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
 from solutions import rotary_alibi as ref
 
 NAME = "scaled_positions"

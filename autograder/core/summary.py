@@ -6,7 +6,7 @@ installed); ``write_summary`` writes both into the output folder.
 
 Rates count every submission, including those that could not be graded.
 Names and diagnoses come from submissions, so the text shows them through
-``autograder.inert`` on one line each; the picture draws only the rubric's
+``autograder.intake.inert`` on one line each; the picture draws only the rubric's
 task names and numbers.
 """
 
@@ -17,8 +17,8 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-from autograder.units import rubric_of
-from autograder.inert import inert_line
+from autograder.core.units import rubric_of
+from autograder.intake.inert import inert_line
 
 BIN_LABELS = tuple(f"{low}-{low + 9}" for low in range(0, 100, 10)) + ("100",)
 TOP_MISTAKES = 10

@@ -1,7 +1,7 @@
 """Turn Results into what people read: a table, feedback, Gradescope JSON, grades.csv.
 
 Every piece of text a Result carries (its name, the tests' outputs, the notes)
-may come from a student, so each is shown through ``autograder.inert``: on one
+may come from a student, so each is shown through ``autograder.intake.inert``: on one
 line in the table and the headline, escaped but multi-line in the feedback, and
 never as a formula in grades.csv. The grader makes a job's text inert already;
 doing it again here keeps a report safe for a Result built any other way.
@@ -16,8 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
-from autograder.units import rubric_of
-from autograder.inert import csv_cell, inert, inert_line
+from autograder.core.units import rubric_of
+from autograder.intake.inert import csv_cell, inert, inert_line
 
 
 def _short(text, width):

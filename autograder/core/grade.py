@@ -16,13 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, diagnosis, limits as _limits, seeds, timing, units, users
-from autograder.inert import inert
-from autograder.build import strip_markers
-from autograder.cases import build_cases, hints_of
-from autograder.cases.common import Verdict
-from autograder.load import LoadError, load, submission_name
-from autograder.sandbox import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
+from autograder.sandbox import cgroups, limits as _limits, users
+from autograder.core import diagnosis, seeds, timing, units
+from autograder.intake.inert import inert
+from autograder.core.cases import build_cases, hints_of
+from autograder.core.cases import Verdict
+from autograder.intake.load import LoadError, load, submission_name
+from autograder.sandbox.server import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
                                 resolve_sandbox, run_submission, serialize_plan, visible_to_jobs)
 
 CASE_SETS_KEPT = 64  # hidden case sets kept built (one per seed: per student with a course secret)
@@ -51,7 +51,7 @@ class Result:
     notes: list = field(default_factory=list)
     sandbox: str = ""  # how the code was contained: the sandbox tier and its limits
     grader_fault: bool = False  # not graded through a fault of the grader's, not of the submission
-    seed: int = None  # the seed of the hidden cases it was graded with (see autograder/seeds.py)
+    seed: int = None  # the seed of the hidden cases it was graded with (see autograder/core/seeds.py)
     cases_from: str = ""  # where that seed came from, and how to grade the submission again with it
     unit: str = ""  # the unit of study it was graded as (autograder/units/)
 
@@ -233,7 +233,7 @@ class Grader:
         grader. ``secrets``: files and folders, beyond the kit's own, that no job may read (a platform's
         hidden tests, earlier results); where jobs run as users of their own (tier C), a job's user must be
         unable to open any of them, or the grader refuses to start (SandboxMissing says what to change).
-        ``course_secret`` (bytes, see autograder/seeds.py): each student's hidden cases come from a seed of their
+        ``course_secret`` (bytes, see autograder/core/seeds.py): each student's hidden cases come from a seed of their
         own, derived from it and their identity; without it, every student's come from ``seed``.
         """
         self.unit = unit = units.get(unit) if isinstance(unit, str) else unit
@@ -268,7 +268,7 @@ class Grader:
                                      "course secret, the submissions and the results elsewhere.")
         self.server.ready()
         self.references = timing.ReferenceChildren(
-            strip_markers(unit.reference_path.read_text(encoding="utf-8")), self.limits, self.server, unit)
+            unit.finished_reference, self.limits, self.server, unit)
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
         self.tier = {BUBBLEWRAP: "bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job",
                      JOB_USERS: "a user of its own per job, seccomp filter (no namespaces here)"}.get(tier, "NO SANDBOX") \

@@ -8,7 +8,7 @@ here, by code that builds only plain data and plain tensors (nothing is
 unpickled, nothing is imported or called), and checked against the schema of
 its kind; what fails is a ``ProtocolError`` for that submission, never an
 exception anywhere else in the grader. Every string in it is made inert
-(``autograder.inert``) on the way in.
+(``autograder.intake.inert``) on the way in.
 
 The wire format of a data frame (the worker's ``pack``): four bytes, the length
 of a JSON header; the header, a tree of dicts, lists, strings, numbers, booleans
@@ -20,8 +20,8 @@ import json
 import math
 import struct
 
-from autograder.inert import inert
-from autograder.load import json_depth
+from autograder.intake.inert import inert
+from autograder.intake.load import json_depth
 
 MAX_HEADER_BYTES = 1024**2  # what the worker sends is a few kilobytes; the tensors' bytes come after it
 MAX_DEPTH = 12

@@ -48,10 +48,11 @@ from pathlib import Path
 
 import torch
 
-from autograder import limits as _limits, protocol, units
-from autograder.loop_check import findings, refuse_imports_of
-from autograder.inert import inert
-from autograder.sandbox import JOB_USERS, ServerFailed, frame, send_all, tail
+from autograder.sandbox import limits as _limits, protocol
+from autograder.core import units
+from autograder.core.loop_check import findings, refuse_imports_of
+from autograder.intake.inert import inert
+from autograder.sandbox.server import JOB_USERS, ServerFailed, frame, send_all, tail
 
 refuse_imports_of(units.module_names())  # a submission's code is known in its job by its unit's module name
 SAMPLES = 96  # output entries compared after each timed pair (and after the call measured for memory)

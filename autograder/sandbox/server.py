@@ -11,7 +11,7 @@ for each task. A task that hangs or
 kills its process is marked and the child is started again for the tasks
 after it, so one bad function costs only its own points.
 
-What comes back is decoded by autograder/protocol.py into plain data and plain
+What comes back is decoded by autograder/sandbox/protocol.py into plain data and plain
 tensors and checked against the protocol's schemas: nothing from a job is
 unpickled into objects or executed here.
 """
@@ -32,15 +32,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import cgroups, limits as _limits, protocol, users as _users  # nothing here imports torch: the server starts before it
-from autograder.inert import inert
+from autograder.sandbox import cgroups, limits as _limits, protocol, users as _users  # nothing here imports torch: the server starts before it
+from autograder.intake.inert import inert
 
 WORKER = Path(__file__).with_name("worker.py")
 # The grader's package and the reference: hidden inside the sandbox even where they were installed into
 # the Python environment that it mounts (pip install ., not -e), by an empty folder mounted over them.
-KIT_FOLDERS = (Path(__file__).resolve().parent, Path(__file__).resolve().parent.parent / "solutions")
+KIT_FOLDERS = (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[2] / "solutions")
 # The answers: where jobs run as users of their own, no readable copy of these may be anywhere (users.copies).
-ANSWERS = tuple(path for folder in (KIT_FOLDERS[1], KIT_FOLDERS[0] / "cases") for path in sorted(folder.glob("*.py")))
+ANSWERS = (*sorted(KIT_FOLDERS[1].glob("*.py")), *sorted(KIT_FOLDERS[0].glob("units/*/cases/*.py")))
 POLL_SECONDS = 0.02
 KEEPER_LINE_BYTES = 64 * 1024
 
@@ -124,7 +124,7 @@ class SandboxMissing(RuntimeError):
 
 # The sandbox tiers, strongest first (docs/THREAT_MODEL.md says what each one holds):
 BUBBLEWRAP = "bubblewrap"  # tiers A and B: namespaces (with or without a control group per job)
-JOB_USERS = "job users"  # tier C: an unprivileged user per job, seccomp, rlimits (see autograder/users.py)
+JOB_USERS = "job users"  # tier C: an unprivileged user per job, seccomp, rlimits (see autograder/sandbox/users.py)
 NO_SANDBOX = "off"  # tier D: trusted code only, when the instructor says so
 TIERS = (BUBBLEWRAP, JOB_USERS, NO_SANDBOX)
 

@@ -23,11 +23,11 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import limits as _limits
-from autograder.build import ROOT
-from autograder.inert import inert_line
-from autograder.load import submission_name
-from autograder.report import write_atomically
+from autograder.sandbox import limits as _limits
+from autograder.core.units import ROOT
+from autograder.intake.inert import inert_line
+from autograder.intake.load import submission_name
+from autograder.core.report import write_atomically
 
 FORMAT = 2  # of the per-student JSON; a file of another format is graded again
 
@@ -35,7 +35,7 @@ FORMAT = 2  # of the per-student JSON; a file of another format is graded again
 def unique_names(paths):
     """A report name for each path: its submission name, numbered from the second time it is seen.
 
-    Names are made inert (a folder name may hold terminal escapes or newlines: see autograder/inert.py).
+    Names are made inert (a folder name may hold terminal escapes or newlines: see autograder/intake/inert.py).
     """
     seen, names = {}, []
     for path in paths:
@@ -68,7 +68,7 @@ def file_name(name, taken):
 
 def submission_fingerprint(path):
     """A digest of what a submission holds (load.fingerprint: never follows a link, never blocks)."""
-    from autograder.load import fingerprint
+    from autograder.intake.load import fingerprint
 
     try:
         return fingerprint(path)
@@ -83,11 +83,8 @@ def grading_fingerprint(unit, seed, timing_mode):
     ``seed`` is the shared seed, or with a course secret the secret's fingerprint (seeds.secret_fingerprint).
     """
     digest = hashlib.sha256(f"{FORMAT} {unit.name} {seed} {timing_mode}".encode())
-    sources = [unit.reference_path, ROOT / "autograder" / "limits.py", ROOT / "autograder" / "compare.py",
-               ROOT / "autograder" / "grade.py", ROOT / "autograder" / "worker.py", ROOT / "autograder" / "timing.py",
-               ROOT / "autograder" / "protocol.py", ROOT / "autograder" / "load.py",
-               ROOT / "autograder" / "diagnosis.py", ROOT / "autograder" / "seeds.py"]
-    sources += sorted((ROOT / "autograder" / "cases").glob("*.py"))
+    sources = [unit.reference_path]
+    sources += sorted(path for part in ("intake", "sandbox", "core") for path in (ROOT / "autograder" / part).glob("*.py"))
     sources += sorted(path for path in unit.folder.rglob("*.py") if "__pycache__" not in path.parts)
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
@@ -110,7 +107,7 @@ def result_to_json(result, submission_digest, grading_digest):
 
 def result_from_json(unit, text, submission_digest, grading_digest):
     """The Result saved in ``text``, or None if it is unreadable or was graded from something else."""
-    from autograder.grade import Result, TestResult
+    from autograder.core.grade import Result, TestResult
 
     try:
         saved = json.loads(text)["autograder"]

@@ -18,7 +18,7 @@ outputs as plain CPU tensors and plain data, or the exception raised (kind R).
 Comparing those outputs with the reference is the grader's job, in its own
 process; nothing here knows whether an answer is right.
 
-A timing job (see autograder/timing.py) loads the code the same way, then
+A timing job (see autograder/core/timing.py) loads the code the same way, then
 answers the grader's commands, one JSON line each: build the inputs of a
 score path, call it once, report sampled output values. It keeps no clock:
 the grader times each call from its own process.
@@ -431,7 +431,7 @@ def serve(namespace, chunks, commands, replies, unit=None):
 def pack(value):
     """``value`` (dicts, lists, text, numbers, booleans, None and plain CPU tensors) as a data frame's bytes.
 
-    The grader reads it back with autograder/protocol.py, which builds only plain data and tensors: four
+    The grader reads it back with autograder/sandbox/protocol.py, which builds only plain data and tensors: four
     bytes of header length, a JSON header in which each tensor is {"$tensor": [dtype, shape, offset,
     nbytes]}, then the tensors' bytes.
     """
@@ -539,7 +539,7 @@ def _serve_job(job_in, job_out):
 #
 # With --users instead (where no namespace can be made: a container under Docker's default seccomp
 # profile), the server runs as root outside any sandbox, and each request names a user of its own
-# for the job (the grader keeps a pool of them, see autograder/users.py). The runner becomes that
+# for the job (the grader keeps a pool of them, see autograder/sandbox/users.py). The runner becomes that
 # user for good (no groups, no capabilities, no new privileges from setuid programs), then installs
 # a seccomp filter that refuses what a grading job never needs (sockets other than Unix ones,
 # ptrace, namespaces, mounts, keyrings, BPF, System V IPC...), and only then runs the code. The

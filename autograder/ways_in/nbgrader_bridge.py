@@ -44,7 +44,8 @@ from pathlib import Path
 
 import torch
 
-from autograder import limits, units, worker
+from autograder.sandbox import limits, worker
+from autograder.core import units
 
 try:  # the kit is usable without nbgrader; only the course needs it
     from nbgrader.preprocessors import Execute as _Execute, NbGraderPreprocessor as _Preprocessor
@@ -62,8 +63,8 @@ _built = {}
 
 def _cases_and_plan(unit):
     if unit.name not in _built:
-        from autograder.cases import build_cases
-        from autograder.sandbox import serialize_plan
+        from autograder.core.cases import build_cases
+        from autograder.sandbox.server import serialize_plan
 
         cases = build_cases(unit)
         _built[unit.name] = cases, serialize_plan(cases, unit)
@@ -78,7 +79,7 @@ def _job_code(unit):
 def run_test(test_id, namespace):
     """Score one rubric test (of whichever unit has it: test ids are unique across units) on the functions in
     ``namespace``; returns the TestResult."""
-    from autograder.grade import score_tests
+    from autograder.core.grade import score_tests
 
     unit = units.of_test(test_id)
     rubric = unit.rubric
@@ -110,9 +111,9 @@ def _time_in_kernel(unit, test, namespace):
     import statistics
     import time
 
-    from autograder.loop_check import _sources_of, loops_in
-    from autograder.grade import TestResult
-    from autograder.timing import fraction_for, share_words, value_tests
+    from autograder.core.loop_check import _sources_of, loops_in
+    from autograder.core.grade import TestResult
+    from autograder.core.timing import fraction_for, share_words, value_tests
 
     rubric, reference = unit.rubric, unit.reference
     path = next(path for path in rubric.TIMED_PATHS if path.test == test.id)
@@ -196,15 +197,15 @@ class TrustedGrades(_Preprocessor):
     def preprocess(self, nb, resources):
         import nbformat
 
-        from autograder.grade import Grader
-        from autograder.sandbox import Limits
+        from autograder.core.grade import Grader
+        from autograder.sandbox.server import Limits
 
         # The assignment being graded is the unit (each unit is an assignment of the same name).
         graded = resources.get("nbgrader") or {}
         named = [name for name in (graded.get("assignment"), graded.get("notebook")) if name in units.names()]
         unit = units.get(named[0]) if named else units.all_units()[0]
         if unit.name not in TrustedGrades._graders:
-            from autograder import seeds
+            from autograder.core import seeds
 
             bounds = Limits(wall_seconds=self.wall_seconds, task_seconds=self.task_seconds)
             secret_file = self.course_secret_file or os.environ.get(seeds.SECRET_FILE_VARIABLE, "")
@@ -214,7 +215,7 @@ class TrustedGrades(_Preprocessor):
         grader = TrustedGrades._graders[unit.name]
         linked = _linked_submission(resources)
         if linked:  # nbgrader has read it already, following the link: its content is not the student's
-            from autograder.grade import _all_failed
+            from autograder.core.grade import _all_failed
 
             result = _all_failed(unit, "submission", "", f"Could not read the submission: {linked}")
         else:

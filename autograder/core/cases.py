@@ -1,4 +1,11 @@
-"""What every task's hidden cases share: the Case record and the checks.
+"""The cases API: how a unit's hidden cases are built, and what they share. Instructor-only.
+
+``build_cases(unit, seed)`` returns {task: [Case, ...]} in rubric order, each case
+with a stable id ``<test>/<n>``. Expected outputs are computed here, on the trusted
+side, from the unit's reference in ``solutions/``; none of it is sent to a
+submission. Each task's cases are the module ``cases/<task>.py`` of its unit.
+
+What every task's hidden cases share: the Case record and the checks.
 
 A case is one probe (a call sent to the student's process) and one check
 (run here, on the trusted side) that turns what came back into a verdict. A
@@ -7,13 +14,14 @@ runs the task's known mistakes on the same inputs and, if one of them gives
 exactly the student's output, names it.
 """
 
+import random
 import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
-from autograder.compare import mismatch, relation
+from autograder.core.compare import mismatch, relation
 
 
 @dataclass
@@ -40,7 +48,7 @@ class Case:
     probe: dict  # sent to the worker (no expected value in it)
     check: Callable[[dict], Verdict]
     id: str = field(default="")
-    # What sets this case apart, for telling under which condition a task fails (autograder/diagnosis.py):
+    # What sets this case apart, for telling under which condition a task fails (autograder/core/diagnosis.py):
     # {"lengths": "Lq != Lk", "dtype": "float64", "Lq": 5, ...}; numbers are sizes an error message may quote.
     features: dict = field(default_factory=dict)
     sizes: dict = field(default_factory=dict)  # {"Lq": 5, "Lk": 9}: to say which size an error message quotes
@@ -302,3 +310,33 @@ def raises_check(label, exception="ValueError", why="", must_mention=()):
         return Verdict(False, f"{label} should raise {exception}{why}, but it returned {shown}.")
 
     return check
+
+def hints_of(unit, task):
+    """What a task's conditions of failure usually mean: its module's ``HINTS`` (see diagnosis.condition)."""
+    return getattr(unit.cases_module(task), "HINTS", {})
+
+
+def build_cases(unit, seed=None):
+    rubric = unit.rubric
+    seed = rubric.SEED if seed is None else seed
+    by_task = {}
+    for number, task in enumerate(rubric.TASK_NAMES):
+        module = unit.cases_module(task)
+        rng = random.Random(f"{seed}:{task}")
+        generator = torch.Generator().manual_seed(seed * 100 + number)
+        cases = module.build(rng, generator)
+        counts, probes = {}, {}
+        for case in cases:
+            if case.scored:
+                counts[case.test] = counts.get(case.test, 0) + 1
+                case.id = f"{case.test}/{counts[case.test]}"
+            else:  # a probe for the diagnosis: numbered apart, so the scored cases keep their ids
+                probes[case.test] = probes.get(case.test, 0) + 1
+                case.id = f"{case.test}/probe{probes[case.test]}"
+            case.probe["id"] = case.id
+        known = {test.id for test in rubric.tests_of(task)}
+        if set(counts) != known:
+            raise RuntimeError(f"cases of {task} do not match the rubric: without cases {sorted(known - set(counts))}, "
+                               f"not in the rubric {sorted(set(counts) - known)}")
+        by_task[task] = cases
+    return by_task

@@ -16,8 +16,8 @@ What the instructor gets, from ``python -m autograder prairielearn-bundle OUT`` 
   ``tests/``), to copy into the course's ``questions/``.
 
 In the container, ``run_prairielearn`` makes everything below /grade but the student's files root's
-alone, then runs ``python -m autograder.prairielearn /grade`` (``run`` below), which grades the file in
-``/grade/student`` exactly as the Gradescope bundle does (``gradescope.grade_upload``: the strongest
+alone, then runs ``python -m autograder.ways_in.prairielearn /grade`` (``run`` below), which grades the file in
+``/grade/student`` exactly as the Gradescope bundle does (``platform.grade_upload``: the strongest
 sandbox the container allows, tier C under Docker's defaults) and writes results.json in PrairieLearn's
 format: ``gradable``, ``score`` in [0, 1], ``message``, ``output`` and ``tests`` (``name``,
 ``description``, ``points``, ``max_points``, ``message``, ``output``). A submission with no file to
@@ -39,12 +39,12 @@ from pathlib import Path
 
 import uuid
 
-from autograder import gradescope, units
+from autograder.ways_in import platform
+from autograder.core import units
 
 DEFAULT_ROOT = "/grade"
 DEFAULT_VENV = "/opt/positional-encodings-kit/venv"
 KIT_FOLDER = "positional_encodings_kit"  # its name in the course's serverFilesCourse
-_TELL_INSTRUCTOR = "This is not a problem with your code: tell your instructor."
 
 DOCKERFILE = """\
 # The grading image for PrairieLearn (made by `python -m autograder prairielearn-bundle`). It holds Python,
@@ -74,20 +74,20 @@ QUESTION_HTML = """\
 
 def _fallback_json():
     """What run_prairielearn writes when Python itself could not start (a broken image)."""
-    return json.dumps({"gradable": False, "score": 0, "message": f"The grader could not start. {_TELL_INSTRUCTOR}",
+    return json.dumps({"gradable": False, "score": 0, "message": f"The grader could not start. {platform.TELL_INSTRUCTOR}",
                        "tests": []})
 
 
 def run_script():
     """run_prairielearn: the question's entry point, in the kit's folder of serverFilesCourse."""
-    return gradescope.entry_script(
+    return platform.entry_script(
         "run_prairielearn",
         "# PrairieLearn's entry point for the question (externalGradingOptions.entrypoint), run as root in the\n"
         "# grading container for each submission. Made by `python -m autograder prairielearn-bundle`.",
         kit='"$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
         secrets=("$ROOT/serverFilesCourse", "$ROOT/tests", "$ROOT/data", "$ROOT/results", "$KIT"),
         secret_words="The kit (the reference, the hidden cases), the question's tests and data, the results",
-        module="autograder.prairielearn", root=DEFAULT_ROOT, python=DEFAULT_VENV + "/bin/python",
+        module="autograder.ways_in.prairielearn", root=DEFAULT_ROOT, python=DEFAULT_VENV + "/bin/python",
         fallback=_fallback_json())
 
 
@@ -115,16 +115,16 @@ def question_info(image, unit):
     }
 
 
-def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=gradescope.KIT, course_secret_file=None):
+def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=platform.KIT, course_secret_file=None):
     """Write the image context, the serverFilesCourse folder and a sample question to ``out_dir``.
 
     ``course_secret_file``: the course secret, copied into serverFilesCourse (which students never see), so that
     each variant's hidden cases are its own."""
     out_dir = Path(out_dir)
-    files = gradescope.source_files(kit)
+    files = platform.source_files(kit)
     pyproject = (kit / "pyproject.toml").read_text(encoding="utf-8")
     written = {
-        "image/setup.sh": gradescope.setup_script(pyproject),
+        "image/setup.sh": platform.setup_script(pyproject),
         "image/Dockerfile": DOCKERFILE.format(venv=DEFAULT_VENV),
         f"serverFilesCourse/{KIT_FOLDER}/run_prairielearn": run_script(),
     }
@@ -143,9 +143,9 @@ def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=grad
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((kit / name).read_bytes())
     if course_secret_file:
-        from autograder import seeds
+        from autograder.core import seeds
 
-        target = out_dir / "serverFilesCourse" / KIT_FOLDER / gradescope.COURSE_SECRET
+        target = out_dir / "serverFilesCourse" / KIT_FOLDER / platform.COURSE_SECRET
         target.write_bytes(seeds.read_secret_file(course_secret_file) + b"\n")
         target.chmod(0o600)
     return out_dir
@@ -160,7 +160,7 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
         rubric_test = units.test_named(test.id)
         message = test.output
         if not test.passed and rubric_test is not None and rubric_test.details != "visible":
-            message = gradescope.without_the_case(message, rubric_test, "not shown on PrairieLearn")
+            message = platform.without_the_case(message, rubric_test, "not shown on PrairieLearn")
         tests.append({"name": test.id, "description": rubric_test.checks if rubric_test else "",
                       "points": test.score, "max_points": test.max_score, "message": message, "output": ""})
     lines = [warning] if warning else []
@@ -192,10 +192,10 @@ def variant_identity(data_path):
 
 
 def _grade(root):
-    result, shown, warning, sandboxed = gradescope.grade_upload(
+    result, shown, warning, sandboxed = platform.grade_upload(
         root / "student", [root / "serverFilesCourse", root / "tests", root / "data", root / "results"],
         platform="PrairieLearn", student=variant_identity(root / "data" / "data.json"),
-        course_secret=gradescope.course_secret_in(root / "serverFilesCourse" / KIT_FOLDER))
+        course_secret=platform.course_secret_in(root / "serverFilesCourse" / KIT_FOLDER))
     if shown is None:  # nothing graded: no file, an unreadable one, or no sandbox
         return not_gradable("\n".join(result.notes))
     return to_results(result, shown, sandboxed, warning)
@@ -205,19 +205,19 @@ def run(root=None):
     """Grade ``ROOT/student`` and write ``ROOT/results/results.json``; 0 once that file is written."""
     root = Path(root or os.environ.get("AUTOGRADER_ROOT") or DEFAULT_ROOT)
     started = time.monotonic()
-    print(f"Kit: {Path(__file__).resolve().parent}")
+    print(f"Kit: {Path(__file__).resolve().parents[1]}")
     try:
         results = _grade(root)
         json.dumps(results, allow_nan=False)
     except Exception:
         traceback.print_exc(file=sys.stdout)  # the grading job's log, for the instructor
-        results = not_gradable(f"The grader failed while grading your submission. {_TELL_INSTRUCTOR}")
+        results = not_gradable(f"The grader failed while grading your submission. {platform.TELL_INSTRUCTOR}")
     print(f"Graded in {time.monotonic() - started:.1f} s")
-    return gradescope.write_results(root, results)
+    return platform.write_results(root, results)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m autograder.prairielearn",
+    parser = argparse.ArgumentParser(prog="python -m autograder.ways_in.prairielearn",
                                      description="Grade PrairieLearn's ROOT/student into ROOT/results/results.json.")
     parser.add_argument("root", nargs="?", help=f"the grading root (default: $AUTOGRADER_ROOT or {DEFAULT_ROOT})")
     return run(parser.parse_args(argv).root)

@@ -6,22 +6,16 @@ answer. ``course_files()`` joins them into nbgrader's source notebook, each
 solution cell filled with the reference function (its ``### BEGIN SOLUTION``
 region intact, for ``nbgrader generate_assignment`` to clear) and each test
 cell given the rubric's points and a hidden region that runs the kit's hidden
-cases (``autograder.nbgrader_bridge.hidden_check``).
+cases (``autograder.ways_in.nbgrader_bridge.hidden_check``).
 """
 
 import ast
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import units
-
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "assignments"
 
 
@@ -91,7 +85,7 @@ def test_cell_source(test, visible):
     lines = [f'"""{test.id} ({test.points} points): {test.checks}."""', visible,
              f'print("The visible checks of {test.id} pass; the grader runs more cases.")',
              BEGIN_HIDDEN,
-             "from autograder.nbgrader_bridge import hidden_check",
+             "from autograder.ways_in.nbgrader_bridge import hidden_check",
              "",
              f'hidden_check("{test.id}")',
              END_HIDDEN]
@@ -132,7 +126,7 @@ def _check_against_rubric(rubric, cells):
 
 def _fill_rubric(rubric, text):
     """The lesson's prose with the rubric's figures put in: points, limits and the timing bands."""
-    from autograder.timing import share_words
+    from autograder.core.timing import share_words
 
     bands = ", ".join(f"{share_words(share)} within {limit:g}x" for limit, share in rubric.TIMING_BANDS)
     text = text.replace("{timing_bands}", bands)
@@ -188,64 +182,3 @@ def course_files(unit, reference_text, shipped):
     files = {str(source / notebook_name(unit)): notebook_text(notebook)}
     files.update({str(source / name): text for name, text in shipped.items()})
     return files
-
-
-SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini")  # with assignments/student/UNIT/test_*.py
-
-
-class CourseError(RuntimeError):
-    """nbgrader could not run, or failed; the message says what to do."""
-
-
-def nbgrader_environment():
-    """The environment to run nbgrader in: this Python's bin folder first on PATH.
-
-    nbgrader runs ``alembic`` (its database migrations) by name, from PATH; run
-    from a virtual environment that is not activated, it would not find it.
-    """
-    environment = dict(os.environ)
-    bin_folder = str(Path(sys.executable).parent)
-    environment["PATH"] = bin_folder + os.pathsep + environment.get("PATH", "")
-    return environment
-
-
-def run_nbgrader(arguments, course=COURSE, check=True):
-    """Run ``nbgrader ARGUMENTS`` in the course folder; returns the CompletedProcess (its log in .stdout).
-
-    nbgrader exits 0 even when its config file failed to load (it logs an ERROR
-    and goes on without it), so with ``check`` any ERROR line counts as failure.
-    """
-    environment = nbgrader_environment()
-    for program in ("nbgrader", "alembic"):
-        if shutil.which(program, path=environment["PATH"]) is None:
-            raise CourseError(f"{program} is not installed beside {sys.executable}: "
-                              "pip install -e '.[course]' in the kit's environment.")
-    process = subprocess.run([shutil.which("nbgrader", path=environment["PATH"]), *arguments], cwd=course,
-                             env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    errors = [line for line in process.stdout.splitlines() if "| ERROR]" in line]
-    if check and (process.returncode != 0 or errors):
-        raise CourseError(f"nbgrader {' '.join(arguments)} failed (exit {process.returncode}):\n"
-                          + "\n".join(process.stdout.splitlines()[-40:]))
-    return process
-
-
-def release(unit, out, course=COURSE, student_dir=None):
-    """Make the folder a student of ``unit`` receives, and a zip of it, in ``out``; returns (folder, zip).
-
-    The folder is nbgrader's release of the assignment (the notebook with its
-    solutions cleared and hidden tests removed, and checks.py) plus the
-    self-check files, so that ``pytest -k <task>`` runs there on the notebook.
-    """
-    from autograder.build import student_folder
-
-    student_dir = Path(student_dir or student_folder(unit))
-    course, out = Path(course).resolve(), Path(out).resolve()
-    run_nbgrader(["generate_assignment", unit.name, "--force"], course=course)
-    folder = out / unit.name
-    if folder.exists():
-        shutil.rmtree(folder)
-    shutil.copytree(course / "release" / unit.name, folder)
-    for path in sorted(student_dir.glob("test_*.py")) + [student_dir / name for name in SELF_CHECK_FILES]:
-        shutil.copy2(path, folder / path.name)
-    archive = shutil.make_archive(str(out / unit.name), "zip", root_dir=out, base_dir=unit.name)
-    return folder, Path(archive)

@@ -7,7 +7,7 @@ TASK_SECONDS = 15.0  # one task; a task that hangs is abandoned and the rest go 
 MEMORY_BYTES = 6 * 1024**3  # address space of the child
 OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
 # Limits on one job as a whole, all its processes together (a control group per job where the machine has
-# them: autograder/cgroups.py): memory (MEMORY_BYTES, files in its private folders included), processes and
+# them: autograder/sandbox/cgroups.py): memory (MEMORY_BYTES, files in its private folders included), processes and
 # threads, and CPUs' worth of time, so that busy threads slow only their own job.
 JOB_PROCESSES = 64
 JOB_CPUS = 1.0
@@ -21,7 +21,7 @@ NOTEBOOK_CELL_SECONDS = 120
 # the feedback do. A reference needs about 10 s here; the budget leaves room for a slow, cold machine.
 NOTEBOOK_SECONDS = 300
 
-# The timing tier (autograder/timing.py). Points by the median ratio of the student's time to the
+# The timing tier (autograder/core/timing.py). Points by the median ratio of the student's time to the
 # reference's: up to 4x full, up to 25x half, beyond that none. A Python loop over positions gets none
 # whatever its time. Measured here at the CPU sizes below (2026-12-01, each graded twice, in two runs): the
 # reference against itself 0.8-1.5x; the other vectorized formulations of tests/submissions/alternatives

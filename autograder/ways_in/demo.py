@@ -10,7 +10,7 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.build import make_stub, strip_markers
+from autograder.course.build import make_stub, strip_markers
 
 
 @dataclass(frozen=True)

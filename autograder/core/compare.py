@@ -14,7 +14,7 @@ import itertools
 
 import torch
 
-from autograder.loop_check import assert_no_loops, loops_in  # noqa: F401  (part of this module's interface)
+from autograder.core.loop_check import assert_no_loops, loops_in  # noqa: F401  (part of this module's interface)
 
 
 def _index(flat_index, shape):

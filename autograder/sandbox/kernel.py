@@ -31,8 +31,8 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import HBChannel
 from traitlets import DottedObjectName, Integer, Type
 
-from autograder import limits
-from autograder.sandbox import READ_ONLY_ROOT, bubblewrap, sandbox_options
+from autograder.sandbox import limits
+from autograder.sandbox.server import READ_ONLY_ROOT, bubblewrap, sandbox_options
 
 # What the kernel gets as its environment: nothing of the instructor's but the language and the path.
 # NBGRADER_EXECUTION ("autograde" while nbgrader grades): the lesson's last part trains for a few steps only then.
@@ -68,7 +68,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernel runs under bubblewrap (see the module's docstring)."""
 
     memory_bytes = Integer(limits.MEMORY_BYTES, help="Address-space limit of the kernel").tag(config=True)
-    client_class = DottedObjectName("autograder.kernel_sandbox.BoundedKernelClient")
+    client_class = DottedObjectName("autograder.sandbox.kernel.BoundedKernelClient")
     client_factory = Type(BoundedKernelClient)
 
     def __init__(self, **kwargs):

@@ -1,0 +1,194 @@
+"""Units of study, and what the grader's core knows of one: nothing by name.
+
+A unit is a folder here, ``autograder/units/<name>/``, named after the module its students write
+(``<name>.py`` or ``<name>.ipynb``, the nbgrader assignment of the same name). It holds:
+
+* ``rubric.py``: its tasks, tests, points and timed paths, in the form below (``Task``, ``Test``,
+  ``TimedPath``), ended by ``complete(globals())``;
+* ``cases/<task>.py``: the hidden cases of each task (``build(rng, generator)``, see cases/common.py);
+* ``job.py``: the code that runs beside the student's in a job, the only code of the unit that does: the
+  stand-ins for helper functions and, for the timing tier, how each timed path's inputs are drawn and how
+  the path is called (``STAND_INS``, ``timing_inputs``, ``score_path``). It imports torch and nothing of
+  the grader; its text is sent with each job, so it never has to be readable inside the sandbox;
+* optionally ``capstone.py`` and what else its lesson ships.
+
+Beside it, ``solutions/<name>.py`` is its reference and ``assignments/lessons/<name>.py`` its lesson text.
+The core (load, sandbox, worker, compare, report, batch, timing, the ways in) takes a ``Unit`` and reads all
+of this through it; a new unit adds files and edits none of the core.
+"""
+
+import functools
+import importlib
+import pkgutil
+from functools import cached_property
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # a reference's solution regions (nbgrader's markers)
+FOLDER = ROOT / "autograder" / "units"  # one package a unit
+
+
+def strip_markers(source):
+    """The reference as a student's finished file would read: markers removed, code kept."""
+    return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END)) + "\n"
+
+
+class Unit:
+    """One unit of study, as the core sees it (see the module's docstring)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.package = f"autograder.units.{name}"
+        self.folder = FOLDER / name
+        self.rubric = importlib.import_module(f"{self.package}.rubric")
+
+    def __repr__(self):
+        return f"Unit({self.name!r})"
+
+    @property
+    def title(self):
+        return self.rubric.TITLE
+
+    @property
+    def module_name(self):
+        """The module the students write, and the name the job gives their code."""
+        return self.name
+
+    @property
+    def file_names(self):
+        return (f"{self.name}.py", f"{self.name}.ipynb")
+
+    @property
+    def reference_path(self):
+        return ROOT / "solutions" / f"{self.name}.py"
+
+    @property
+    def finished_reference(self):
+        """The reference's text as a student's finished file would read (solution markers removed)."""
+        return strip_markers(self.reference_path.read_text(encoding="utf-8"))
+
+    @cached_property
+    def reference(self):
+        return importlib.import_module(f"solutions.{self.name}")
+
+    @property
+    def job_path(self):
+        return self.folder / "job.py"
+
+    @cached_property
+    def job_source(self):
+        return self.job_path.read_text(encoding="utf-8")
+
+    @cached_property
+    def job(self):
+        """The unit's job code as a module of the grader's (its stand-ins compute expected outputs)."""
+        return importlib.import_module(f"{self.package}.job")
+
+    def cases_module(self, task):
+        return importlib.import_module(f"{self.package}.cases.{task}")
+
+    @property
+    def lesson_path(self):
+        return ROOT / "assignments" / "lessons" / f"{self.name}.py"
+
+    @property
+    def extra_files(self):
+        """Kit files shipped to students beside checks.py (no answer in them): {name in the release: path}.
+
+        The rubric's ``SHIPPED``: names of files in the unit's folder, or {name: path from autograder/units/}
+        for a file of another unit's (the second unit's lesson trains the first unit's tiny model)."""
+        shipped = getattr(self.rubric, "SHIPPED", ())
+        if isinstance(shipped, dict):
+            return {name: FOLDER / path for name, path in shipped.items()}
+        return {name: self.folder / name for name in shipped}
+
+
+@functools.lru_cache(maxsize=1)
+def names():
+    """Every unit's name, in the order of ``ORDER`` in its rubric (then by name); read once per process."""
+    found = [module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.ispkg]
+    ordered = tuple(sorted(found, key=lambda name: (get(name).rubric.ORDER, name)))
+    ids = [test.id for name in ordered for test in get(name).rubric.TESTS]
+    assert len(ids) == len(set(ids)), "two units have a test of the same name: nbgrader's grade ids must differ"
+    return ordered
+
+
+_LOADED = {}
+
+
+def get(name):
+    """The unit called ``name``; KeyError with the units there are where there is none."""
+    if name not in _LOADED:
+        if not (FOLDER / name / "rubric.py").is_file() or not name.isidentifier():
+            known = [module.name for module in pkgutil.iter_modules([str(FOLDER)]) if module.ispkg]
+            raise KeyError(f"no unit called {name!r}; the units are {', '.join(sorted(known))}")
+        _LOADED[name] = Unit(name)
+    return _LOADED[name]
+
+
+def all_units():
+    return tuple(get(name) for name in names())
+
+
+def of_file_name(file_name):
+    """The unit whose students write a file of this name (``rotary_alibi.ipynb``), or None."""
+    stem, _, suffix = str(file_name).rpartition(".")
+    if suffix in ("py", "ipynb") and stem in names():
+        return get(stem)
+    return None
+
+
+def module_names():
+    """The module names of every unit (a student's code may import none of them: see loop_check)."""
+    return tuple(unit.module_name for unit in all_units())
+
+
+def rubric_of(results):
+    """The rubric of the unit that ``results`` were graded as (a class is graded as one unit).
+
+    Where none of them says (an empty class), the only unit there is, or the first."""
+    found = {getattr(result, "unit", "") for result in results} - {""}
+    if len(found) > 1:
+        raise ValueError(f"results of several units together: {', '.join(sorted(found))}; report each apart")
+    return get(found.pop()).rubric if found else all_units()[0].rubric
+
+
+def of_test(test_id):
+    """The unit whose rubric has the test ``test_id`` (ids are unique across units); KeyError if none has."""
+    for unit in all_units():
+        if test_id in unit.rubric.TEST_BY_ID:
+            return unit
+    raise KeyError(f"no unit has a test called {test_id!r}")
+
+
+def test_named(test_id):
+    """The rubric Test called ``test_id``, of whichever unit has it, or None."""
+    try:
+        return of_test(test_id).rubric.TEST_BY_ID[test_id]
+    except KeyError:
+        return None
+
+
+def of_definitions(paths, most=50):
+    """The one unit whose task functions the submissions define (``def``/``class`` at the start of a line), read
+    as text by load() from at most ``most`` of them; None where none or several units fit equally."""
+    import re
+
+    from autograder.intake.load import LoadError, expand, load
+
+    defined = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
+    counts = dict.fromkeys(names(), 0)
+    try:
+        found = expand(paths)[:most]
+    except (OSError, ValueError):
+        return None
+    for path in found:
+        try:
+            seen = {name for chunk in load(path).chunks for name in defined.findall(chunk["source"])}
+        except (LoadError, OSError, ValueError):
+            continue
+        for unit in all_units():
+            counts[unit.name] += len(seen & set(unit.rubric.TASK_OF_FUNCTION))
+    best = max(counts.values(), default=0)
+    winners = [name for name, count in counts.items() if count == best]
+    return get(winners[0]) if best and len(winners) == 1 else None

@@ -1,0 +1,344 @@
+"""The command line: ``python -m autograder {grade,demo,build,release,gradescope-bundle}``.
+
+    grade PATH [PATH ...]   grade .py files, .ipynb notebooks or student folders
+                            (--out DIR: a JSON per student, grades.csv and the class summary; resumable)
+    demo                    grade the bundled sample class and print the table (the default)
+    build                   regenerate the student files and the course notebook
+    release                 make the folder (and zip) a student receives: nbgrader's release plus self-checks
+    gradescope-bundle ZIP   the autograder zip for Gradescope (setup.sh, run_autograder, the kit)
+    prairielearn-bundle DIR the grading image, serverFilesCourse and a sample question for PrairieLearn
+    course-secret FILE      write a new course secret: every student then gets hidden cases of their own
+    capstone                the lesson's last part outside the notebook: five models, one table
+
+Exit status 0 when every submission was graded, whatever the scores; 2 when
+the grader itself could not work (bad arguments, missing files).
+"""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from autograder.sandbox import limits
+from autograder.core import units
+from autograder.sandbox.server import Limits
+
+
+def _limits(args):
+    return Limits(wall_seconds=args.timeout, task_seconds=min(args.task_timeout, args.timeout),
+                  memory_bytes=int(args.memory_gb * 1024**3))
+
+
+def _add_grading_options(parser):
+    parser.add_argument("--unit", choices=units.names(), default=None,
+                        help="the unit (assignment) the submissions are of; by default the one whose module the "
+                             f"files are named after ({', '.join(name + '.ipynb' for name in units.names())})")
+    parser.add_argument("--timeout", type=float, default=limits.WALL_SECONDS, metavar="SECONDS",
+                        help=f"wall-clock limit per submission (default {limits.WALL_SECONDS:g})")
+    parser.add_argument("--task-timeout", type=float, default=limits.TASK_SECONDS, metavar="SECONDS",
+                        help=f"wall-clock limit per task within a submission (default {limits.TASK_SECONDS:g})")
+    parser.add_argument("--memory-gb", type=float, default=limits.MEMORY_BYTES / 1024**3,
+                        help="address-space limit of a submission's process, in GiB")
+    parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+                        help="submissions graded at once (default: the number of CPUs)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="grade every submission with the hidden cases of this seed (a result says which seed "
+                             "it was graded with: this grades it again the same way); by default each student's "
+                             "own seed with a course secret, else the unit's shared seed")
+    parser.add_argument("--course-secret", metavar="FILE",
+                        help="the course secret (python -m autograder course-secret FILE makes one; or set "
+                             "$AUTOGRADER_COURSE_SECRET_FILE): each student's hidden cases come from a seed of "
+                             "their own, derived from it and the submission's name")
+    parser.add_argument("--without-gpu", choices=("cpu", "give", "withhold"), default=limits.TIMING_WITHOUT_GPU,
+                        help="the timing tier on a machine with no GPU: time it on the CPU, or skip it and give "
+                             f"or withhold its points (default {limits.TIMING_WITHOUT_GPU})")
+
+
+def _import_quietly(name):
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001  (the summary says so itself where the picture cannot be drawn)
+        pass
+
+
+class UnitUnknown(Exception):
+    """Which unit the submissions are of cannot be told from their names; the message says what to do."""
+
+
+def unit_of_paths(paths, named=None):
+    """The unit to grade ``paths`` as: ``named`` (--unit), else the one unit whose module the files (or the files
+    inside the folders, one level down or nbgrader's two) are named after, else the only unit there is."""
+    if named:
+        return units.get(named)
+    found = set()
+    for path in map(Path, paths):
+        candidates = [path] if not path.is_dir() else [*path.glob("*"), *path.glob("*/*"), *path.glob("*/*/*")]
+        found |= {unit.name for unit in map(units.of_file_name, (candidate.name for candidate in candidates)) if unit}
+    if len(found) == 1:
+        return units.get(found.pop())
+    if not found and len(units.names()) == 1:
+        return units.get(units.names()[0])
+    if not found:  # files of other names: the unit whose functions they define
+        guessed = units.of_definitions(paths)
+        if guessed is not None:
+            return guessed
+    which = f"they hold files of {', '.join(sorted(found))}" if found else "no file is named after a unit's module"
+    raise UnitUnknown(f"say which unit these submissions are of with --unit ({', '.join(units.names())}): {which}")
+
+
+def _grade(paths, args, show_feedback, sandbox, unit):
+    from autograder.sandbox.server import ForkServer, resolve_sandbox
+
+    started = time.monotonic()
+    # The sandbox's server imports torch in its own process while this one does (the imports below).
+    server = ForkServer(resolve_sandbox(sandbox), ready=False)
+    from autograder.core import report
+    from autograder.ways_in.batch import Progress, grade_class, unique_names
+    from autograder.core.grade import Grader
+
+    from autograder.core import seeds
+
+    out = getattr(args, "out", None)
+    if out:  # the results quote the hidden cases: nobody but this user reads them
+        Path(out).mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        secret_file = args.course_secret or os.environ.get(seeds.SECRET_FILE_VARIABLE)
+        secret = None if args.seed is not None else seeds.course_secret(args.course_secret)
+        # Where jobs run as users of their own (tier C), none may read a classmate's submission, a result or
+        # the course secret.
+        grader = Grader(unit, seed=args.seed, limits=_limits(args),
+                        timing_mode=args.without_gpu, server=server, course_secret=secret,
+                        secrets=[*paths, *([out] if out else []), *([secret_file] if secret_file else [])])
+    except BaseException:
+        server.close()
+        raise
+    progress = Progress(len(paths)) if len(paths) > 1 and not args.json else None
+    if out:  # the summary's picture needs matplotlib: imported meanwhile, while the jobs do the work
+        threading.Thread(target=_import_quietly, args=("matplotlib.figure",), daemon=True).start()
+    try:
+        if out:
+            drawn = f"per-student {seeds.secret_fingerprint(secret)}" if secret else grader.seed
+            results, resumed = grade_class(grader, paths, out, jobs=args.jobs, force=args.force, progress=progress,
+                                           seed=drawn, timing_mode=args.without_gpu)
+        else:
+            results, resumed = grader.grade_many(paths, jobs=args.jobs, on_result=progress and (
+                lambda index, result: progress.step(result.name, result.score, result.max_score))), 0
+            if progress:
+                progress.close()
+            for result, name in zip(results, unique_names(paths)):
+                result.name = name
+    finally:
+        grader.close()
+    written = []
+    if out:  # the class's files first: nothing printed below can keep them from being written
+        from autograder.core.summary import write_summary
+
+        report.write_atomically(Path(out) / "grades.csv", report.grades_csv(results))
+        try:
+            written = write_summary(results, out)
+        except Exception as error:  # the grader's own fault: say so where the summary would be
+            report.write_atomically(Path(out) / "summary.txt", f"The class summary could not be made ({error!r}); "
+                                    "the grades are in grades.csv and the JSON files.\n")
+            written = [Path(out) / "summary.txt"]
+    if args.json:
+        for result in results:
+            print(json.dumps(result.to_gradescope()))
+    else:
+        if show_feedback:
+            for result in results:
+                print(report.feedback(result), end="\n\n")
+        print(report.table(results))
+        graded = len(results) - resumed
+        faults = sum(1 for result in results if result.grader_fault)
+        print(f"\n{graded} submission(s) graded in {time.monotonic() - started:.1f} s with {args.jobs} job(s)"
+              + (f"; {resumed} already graded in {out} were kept (--force grades them again)" if resumed else "")
+              + ".", file=sys.stderr)
+        if results:
+            print(f"Sandbox: {results[0].sandbox or 'none'}.", file=sys.stderr)
+        if faults:
+            print(f"{faults} submission(s) were not fully graded through a fault of the grader's (their rows say "
+                  "so)" + ("; run the same command again to grade them" if out else "") + ".", file=sys.stderr)
+        if out:
+            print(f"Wrote {out}/: a JSON per student, grades.csv, "
+                  + ", ".join(path.name for path in written) + ".", file=sys.stderr)
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command")
+
+    grade = commands.add_parser("grade", help="grade submissions (files or folders)")
+    grade.add_argument("paths", nargs="+", metavar="PATH")
+    grade.add_argument("--json", action="store_true",
+                       help="print one Gradescope results.json object per submission, one a line")
+    grade.add_argument("--out", metavar="DIR",
+                       help="write <name>.json per submission as each is graded, then grades.csv and the class "
+                            "summary (summary.txt, summary.png); a submission already graded there is not graded "
+                            "again, so a run that was stopped goes on where it stopped")
+    grade.add_argument("--force", action="store_true", help="with --out: grade again what is already graded there")
+    grade.add_argument("--feedback", action="store_true",
+                       help="print every test's feedback (the default for a single submission)")
+    grade.add_argument("--unsandboxed", action="store_true",
+                       help="grade without a sandbox, trusting the submissions (refused by default)")
+    grade.add_argument("--sandbox", choices=("strongest", "bubblewrap", "users"), default="strongest",
+                       help="the sandbox tier: the strongest this machine allows (the default: bubblewrap where it "
+                            "can make namespaces, else, as root, an unprivileged user per job), or only the one "
+                            "named (see docs/THREAT_MODEL.md)")
+    _add_grading_options(grade)
+
+    demo = commands.add_parser("demo", help="grade the bundled sample class and print the table")
+    demo.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    demo.add_argument("--feedback", action="store_true", help="also print each submission's feedback")
+    _add_grading_options(demo)
+
+    bundle = commands.add_parser("gradescope-bundle", help="write the autograder zip to upload to Gradescope")
+    bundle.add_argument("out_zip", metavar="OUT.zip", help="where to write the zip")
+    bundle.add_argument("--unsandboxed", action="store_true",
+                        help="let the zip grade WITHOUT a sandbox where bubblewrap cannot run on Gradescope "
+                             "(trusted code only)")
+    bundle.add_argument("--course-secret", metavar="FILE",
+                        help="ship this course secret in the zip: each student's hidden cases are then their own")
+    bundle.add_argument("--unit", choices=units.names(), default=None,
+                        help="grade every upload as this unit's assignment (by default the uploaded file's name "
+                             "tells: one Gradescope assignment per unit either way)")
+
+    prairie = commands.add_parser("prairielearn-bundle",
+                                  help="write the grading image's context, the serverFilesCourse folder and a sample "
+                                       "question for PrairieLearn's external grader")
+    prairie.add_argument("out_dir", metavar="OUT", help="the folder to write them to")
+    prairie.add_argument("--image", default="YOUR_NAME/positional-encodings-grader",
+                         help="the image name the question's info.json names (where you push the image)")
+    prairie.add_argument("--course-secret", metavar="FILE",
+                         help="copy this course secret into serverFilesCourse: each variant's hidden cases are then "
+                              "its own")
+
+    capstone = commands.add_parser("capstone", help="train the lesson's five tiny models with the reference and "
+                                                    "print the comparison (the lesson's part 9)")
+    capstone.add_argument("--seed", type=int, default=0)
+    capstone.add_argument("--steps", type=int, default=200, help="training steps of each language model")
+    capstone.add_argument("--classifier-steps", type=int, default=300, help="training steps of each classifier")
+    capstone.add_argument("--longer", action="store_true", help="the second unit's train-short, test-long "
+                                                                "experiment (RoPE, interpolation, ALiBi) instead")
+
+    secret = commands.add_parser("course-secret", help="write a new course secret to FILE (hidden cases per student)")
+    secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
+                                                     "anything students receive")
+
+    commands.add_parser("build", help="regenerate the student files and the course notebooks from solutions/ and "
+                                      "assignments/lessons/")
+
+    release = commands.add_parser("release", help="make the student folder and zip of a unit from the nbgrader course")
+    release.add_argument("--unit", choices=units.names(), default=units.names()[0],
+                         help=f"the unit (assignment) to release (default {units.names()[0]})")
+    release.add_argument("--out", default="dist", metavar="DIR",
+                         help="where to put the folder and the zip (default: dist)")
+    release.add_argument("--course", metavar="DIR", help="the nbgrader course folder (default: the kit's assignments/)")
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["demo"] + argv  # the demo is the default command
+    args = parser.parse_args(argv)
+    if args.command == "capstone":
+        # The capstone is a unit's own (its capstone.py): the course's first unit that has one.
+        capstone_main = next(importlib.import_module(f"{unit.package}.capstone").main for unit in units.all_units()
+                             if (unit.folder / "capstone.py").is_file())
+
+        return capstone_main(["--seed", str(args.seed), "--steps", str(args.steps),
+                              "--classifier-steps", str(args.classifier_steps)] + (["--longer"] if args.longer else []))
+    if args.command == "course-secret":
+        from autograder.core.seeds import write_secret
+
+        try:
+            path = write_secret(args.file)
+        except FileExistsError:
+            parser.exit(2, f"python -m autograder course-secret: {args.file} exists already; a new secret would "
+                           "give every student new hidden cases, so remove it first if that is what you want\n")
+        print(f"wrote {path} (readable by you only). Grade with --course-secret {path}, or set "
+              f"AUTOGRADER_COURSE_SECRET_FILE={path}.")
+        return 0
+    if args.command == "build":
+        from autograder.course.build import build
+
+        for path in build():
+            print(f"wrote {path}")
+        return 0
+    if args.command == "gradescope-bundle":
+        from autograder.ways_in.gradescope import main_bundle
+
+        print(f"wrote {main_bundle(args.out_zip, unsandboxed=args.unsandboxed, course_secret_file=args.course_secret, unit=args.unit)}")
+        return 0
+    if args.command == "prairielearn-bundle":
+        from autograder.ways_in.prairielearn import main_bundle as prairielearn_bundle
+
+        out = prairielearn_bundle(args.out_dir, image=args.image, course_secret_file=args.course_secret)
+        print(f"wrote {out}/: image/ (build and push it), serverFilesCourse/ and questions/ (copy them into the course)")
+        return 0
+    if args.command == "release":
+        from autograder.course.notebook import COURSE
+
+        from autograder.course.release import CourseError, release
+        try:
+            unit = units.get(args.unit)
+            folder, archive = release(unit, args.out, course=args.course or COURSE)
+        except CourseError as error:
+            parser.exit(2, f"python -m autograder release: {error}\n")
+        print(f"wrote {folder}/ and {archive}\nIn that folder a student runs: pytest -k {unit.rubric.TASK_NAMES[0]}")
+        return 0
+    if args.command == "demo":
+        from autograder.ways_in.demo import write_class
+
+        unit = units.get(args.unit or units.names()[0])
+        with tempfile.TemporaryDirectory(prefix="sample-class-") as folder:
+            paths = write_class(folder, unit)
+            print(f"Grading the sample class: the reference, the blank stubs and {len(paths) - 2} submissions "
+                  "with one typical mistake each.\n", file=sys.stderr)
+            from autograder.sandbox.server import SandboxMissing
+
+            try:
+                _grade(paths, args, show_feedback=args.feedback, sandbox="auto", unit=unit)  # our own: safe either way
+            except SandboxMissing as error:  # a tier that needs the kit unreadable by jobs: not the demo's business
+                print(f"NOTE: {error}\nThe sample class is the kit's own code: it is graded without a sandbox.",
+                      file=sys.stderr)
+                _grade(paths, args, show_feedback=args.feedback, sandbox="off", unit=unit)
+        return 0
+
+    from autograder.intake.load import expand
+
+    try:
+        expand(args.paths)  # a path that is not there is said first
+        unit = unit_of_paths(args.paths, args.unit)
+        paths = expand(args.paths, unit.file_names)
+    except FileNotFoundError as error:
+        parser.exit(2, f"python -m autograder grade: {error}\n")
+    except UnitUnknown as error:
+        parser.exit(2, f"python -m autograder grade: {error}\n")
+    if not paths:
+        parser.exit(2, "python -m autograder grade: no .py, .ipynb or student folder found in the paths given\n")
+    from autograder.core import seeds
+    from autograder.sandbox.server import SandboxMissing
+
+    if args.unsandboxed:
+        print("WARNING: --unsandboxed: the submissions run WITHOUT a sandbox, able to read the reference and "
+              "the hidden cases and to change files.", file=sys.stderr)
+    try:
+        from autograder.sandbox.server import BUBBLEWRAP, JOB_USERS
+
+        choice = {"strongest": "required", "bubblewrap": BUBBLEWRAP, "users": JOB_USERS}[args.sandbox]
+        _grade(paths, args, show_feedback=args.feedback or len(paths) == 1,
+               sandbox="off" if args.unsandboxed else choice, unit=unit)
+    except SandboxMissing as error:
+        parser.exit(2, f"python -m autograder grade: {error}\n")
+    except seeds.SecretProblem as error:
+        parser.exit(2, f"python -m autograder grade: {error}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
