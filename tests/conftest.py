@@ -26,6 +26,15 @@ SLOWEST_FIRST = ("test_platform_containers.py", "test_nbgrader_course.py", "test
                  "test_docker_kit.py")
 
 
+def pytest_configure(config):
+    """The generated files (student folders, nbgrader's source notebooks) are not committed: the run builds them
+    first, once, in the process that starts pytest's workers (or the only process), before any test reads them."""
+    if not hasattr(config, "workerinput"):
+        from autograder.course.build import build
+
+        build()
+
+
 def pytest_collection_modifyitems(items):
     rank = {name: at for at, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's tests keep their order

@@ -83,3 +83,14 @@ def complete(namespace):
                                   and tests.index(by_id[test.needs]) < tests.index(test)), test.id
     for path in namespace["TIMED_PATHS"]:
         assert path.test in by_id and by_id[path.test].task == namespace["TIMING"].name, path.name
+
+
+@dataclass(frozen=True)
+class SampleMistake:
+    """One submission of a unit's sample class (its ``samples.py``): the reference with one line changed."""
+
+    name: str  # the file name of the sample submission
+    task: str  # the one task it should lose points on
+    says: str  # words the grader's feedback must contain for this mistake
+    old: str  # a line (or part of one) of the reference...
+    new: str  # ...and what the student wrote instead

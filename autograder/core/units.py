@@ -5,14 +5,15 @@ A unit is a folder here, ``autograder/units/<name>/``, named after the module it
 
 * ``rubric.py``: its tasks, tests, points and timed paths, in the form below (``Task``, ``Test``,
   ``TimedPath``), ended by ``complete(globals())``;
-* ``cases/<task>.py``: the hidden cases of each task (``build(rng, generator)``, see cases/common.py);
+* ``cases/<task>.py``: the hidden cases of each task (``build(rng, generator)``, see ``autograder/core/cases.py``);
 * ``job.py``: the code that runs beside the student's in a job, the only code of the unit that does: the
   stand-ins for helper functions and, for the timing tier, how each timed path's inputs are drawn and how
   the path is called (``STAND_INS``, ``timing_inputs``, ``score_path``). It imports torch and nothing of
   the grader; its text is sent with each job, so it never has to be readable inside the sandbox;
-* optionally ``capstone.py`` and what else its lesson ships.
+* ``lesson.py``: its lesson, in jupytext's percent format (nbgrader's notebook is built from it);
+* ``self_checks/test_<task>.py``: the self-checks its students run with ``pytest -k <task>``.
 
-Beside it, ``solutions/<name>.py`` is its reference and ``assignments/lessons/<name>.py`` its lesson text.
+Beside it, ``solutions/<name>.py`` is its reference.
 The core (load, sandbox, worker, compare, report, batch, timing, the ways in) takes a ``Unit`` and reads all
 of this through it; a new unit adds files and edits none of the core.
 """
@@ -89,7 +90,13 @@ class Unit:
 
     @property
     def lesson_path(self):
-        return ROOT / "assignments" / "lessons" / f"{self.name}.py"
+        """The lesson text (jupytext's percent format), from which nbgrader's notebook is built."""
+        return self.folder / "lesson.py"
+
+    @property
+    def self_checks_folder(self):
+        """The students' self-check tests (``test_<task>.py``), copied into what they receive."""
+        return self.folder / "self_checks"
 
     @property
     def extra_files(self):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autograder.course.notebook import COURSE
 
-SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini")  # with assignments/student/UNIT/test_*.py
+SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini")  # with the generated student folder's test_*.py
 
 
 class CourseError(RuntimeError):
@@ -54,10 +54,13 @@ def release(unit, out, course=COURSE, student_dir=None):
     solutions cleared and hidden tests removed, and checks.py) plus the
     self-check files, so that ``pytest -k <task>`` runs there on the notebook.
     """
-    from autograder.course.build import student_folder
+    from autograder.course.build import build, student_folder
 
+    build(chosen=[unit.name])  # the source notebook and the student folder are generated, never committed
     student_dir = Path(student_dir or student_folder(unit))
     course, out = Path(course).resolve(), Path(out).resolve()
+    if not (course / "source" / unit.name).is_dir():  # another course folder: it gets the kit's source folder
+        shutil.copytree(COURSE / "source" / unit.name, course / "source" / unit.name)
     run_nbgrader(["generate_assignment", unit.name, "--force"], course=course)
     folder = out / unit.name
     if folder.exists():

@@ -231,8 +231,8 @@ def main(argv=None):
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
                                                      "anything students receive")
 
-    commands.add_parser("build", help="regenerate the student files and the course notebooks from solutions/ and "
-                                      "assignments/lessons/")
+    commands.add_parser("build", help="write the generated student folders and nbgrader source notebooks "
+                                      "(assignments/student/, assignments/source/) from solutions/ and the units")
 
     release = commands.add_parser("release", help="make the student folder and zip of a unit from the nbgrader course")
     release.add_argument("--unit", choices=units.names(), default=units.names()[0],

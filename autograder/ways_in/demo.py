@@ -7,19 +7,10 @@ the reference, so the samples cannot drift from it.
 """
 
 import importlib
-from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core.rubric import SampleMistake  # noqa: F401  (a unit's samples.py declares them)
 from autograder.course.build import make_stub, strip_markers
-
-
-@dataclass(frozen=True)
-class SampleMistake:
-    name: str  # the file name of the sample submission
-    task: str  # the one task it should lose points on
-    says: str  # words the grader's feedback must contain for this mistake
-    old: str  # a line (or part of one) of the reference...
-    new: str  # ...and what the student wrote instead
 
 
 def mistakes_of(unit):

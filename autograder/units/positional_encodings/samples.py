@@ -4,7 +4,7 @@ Each is written out at demo time from the reference with one line changed (see a
 second copy of any answer is kept.
 """
 
-from autograder.ways_in.demo import SampleMistake
+from autograder.core.rubric import SampleMistake
 
 MISTAKES = (
     SampleMistake("sin_cos_swapped", "sinusoidal", "sin and cos are swapped",
