@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from autograder.units.positional_encodings import rubric
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,3 +60,25 @@ def test_a_missing_path_is_the_graders_error_exit_2(tmp_path):
     run = _run("grade", str(tmp_path / "nope.py"))
     assert run.returncode == 2
     assert "no such file or folder" in run.stderr
+
+
+def test_the_help_lists_every_command_on_a_line_of_its_own():
+    from autograder.ways_in.cli import main
+
+    shown = subprocess.run([sys.executable, "-m", "autograder", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert shown.returncode == 0
+    parser_commands = {"grade", "demo", "build", "release", "gradescope-bundle", "prairielearn-bundle", "course-secret",
+                       "capstone", "new-unit", "check-unit"}
+    listed = {line.split()[0]: line for line in shown.stdout.splitlines() if line.startswith("    ") and line.split()}
+    assert set(listed) == parser_commands
+    assert all(len(line.split()) >= 3 for line in listed.values()), "a command's help is not on its own line"
+    assert main is not None
+
+
+@pytest.mark.parametrize("command", ["grade", "release", "gradescope-bundle", "prairielearn-bundle"])
+def test_the_same_meaning_has_the_same_flag_in_every_command(command):
+    shown = subprocess.run([sys.executable, "-m", "autograder", command, "--help"], cwd=ROOT, capture_output=True,
+                           text=True).stdout
+    assert "--out" in shown  # where the command writes
+    if command != "prairielearn-bundle":
+        assert "--unit" in shown

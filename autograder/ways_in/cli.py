@@ -1,17 +1,9 @@
-"""The command line: ``python -m autograder {grade,demo,build,release,gradescope-bundle}``.
+"""The command line: ``python -m autograder COMMAND`` (``--help`` lists the commands, ``COMMAND --help`` each one's
+flags). The same flag means the same thing in every command: ``--unit`` the unit (assignment), ``--out`` where the
+command writes, ``--course-secret`` the course secret, ``--seed`` the hidden cases' seed.
 
-    grade PATH [PATH ...]   grade .py files, .ipynb notebooks or student folders
-                            (--out DIR: a JSON per student, grades.csv and the class summary; resumable)
-    demo                    grade the bundled sample class and print the table (the default)
-    build                   regenerate the student files and the course notebook
-    release                 make the folder (and zip) a student receives: nbgrader's release plus self-checks
-    gradescope-bundle ZIP   the autograder zip for Gradescope (setup.sh, run_autograder, the kit)
-    prairielearn-bundle DIR the grading image, serverFilesCourse and a sample question for PrairieLearn
-    course-secret FILE      write a new course secret: every student then gets hidden cases of their own
-    capstone                the lesson's last part outside the notebook: five models, one table
-
-Exit status 0 when every submission was graded, whatever the scores; 2 when
-the grader itself could not work (bad arguments, missing files).
+Exit status 0 when every submission was graded, whatever the scores; 2 when the grader itself could not work
+(bad arguments, missing files); ``check-unit`` exits 1 when the unit has problems.
 """
 
 import argparse
@@ -43,7 +35,9 @@ def _add_grading_options(parser):
     parser.add_argument("--task-timeout", type=float, default=limits.TASK_SECONDS, metavar="SECONDS",
                         help=f"wall-clock limit per task within a submission (default {limits.TASK_SECONDS:g})")
     parser.add_argument("--memory-gb", type=float, default=limits.MEMORY_BYTES / 1024**3,
-                        help="address-space limit of a submission's process, in GiB")
+                        help="memory limit of each submission's job, in GiB: everything the job holds (its "
+                             "processes, its private /tmp and /dev/shm) where the machine has cgroups, else the "
+                             f"address space of each of its processes (default {limits.MEMORY_BYTES / 1024**3:g})")
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                         help="submissions graded at once (default: the number of CPUs)")
     parser.add_argument("--seed", type=int, default=None,
@@ -169,12 +163,25 @@ def _grade(paths, args, show_feedback, sandbox, unit):
     return results
 
 
+class _OneLineEach(argparse.RawDescriptionHelpFormatter):
+    """The commands' list with each command's help on its own line: argparse measures the subcommands two columns
+    less indented than it prints them, so the longest one's help would start on the next line."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=32)
+
+    def add_argument(self, action):
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            self._action_max_length += 2
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command")
+                                     formatter_class=_OneLineEach)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
-    grade = commands.add_parser("grade", help="grade submissions (files or folders)")
+    grade = commands.add_parser("grade", help="grade .py files, notebooks or student folders")
     grade.add_argument("paths", nargs="+", metavar="PATH")
     grade.add_argument("--json", action="store_true",
                        help="print one Gradescope results.json object per submission, one a line")
@@ -193,13 +200,14 @@ def main(argv=None):
                             "named (see docs/THREAT_MODEL.md)")
     _add_grading_options(grade)
 
-    demo = commands.add_parser("demo", help="grade the bundled sample class and print the table")
+    demo = commands.add_parser("demo", help="grade the sample class (the default command)")
     demo.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     demo.add_argument("--feedback", action="store_true", help="also print each submission's feedback")
     _add_grading_options(demo)
 
-    bundle = commands.add_parser("gradescope-bundle", help="write the autograder zip to upload to Gradescope")
-    bundle.add_argument("out_zip", metavar="OUT.zip", help="where to write the zip")
+    bundle = commands.add_parser("gradescope-bundle", help="write the autograder zip for Gradescope")
+    bundle.add_argument("out_zip", metavar="OUT.zip", nargs="?", help="where to write the zip (or --out)")
+    bundle.add_argument("--out", metavar="OUT.zip", dest="out_flag", help="where to write the zip")
     bundle.add_argument("--unsandboxed", action="store_true",
                         help="let the zip grade WITHOUT a sandbox where bubblewrap cannot run on Gradescope "
                              "(trusted code only)")
@@ -209,37 +217,50 @@ def main(argv=None):
                         help="grade every upload as this unit's assignment (by default the uploaded file's name "
                              "tells: one Gradescope assignment per unit either way)")
 
-    prairie = commands.add_parser("prairielearn-bundle",
-                                  help="write the grading image's context, the serverFilesCourse folder and a sample "
-                                       "question for PrairieLearn's external grader")
-    prairie.add_argument("out_dir", metavar="OUT", help="the folder to write them to")
+    prairie = commands.add_parser("prairielearn-bundle", help="write the image, files and questions for PrairieLearn")
+    prairie.add_argument("out_dir", metavar="DIR", nargs="?", help="the folder to write them to (or --out)")
+    prairie.add_argument("--out", metavar="DIR", dest="out_flag", help="the folder to write them to")
     prairie.add_argument("--image", default="YOUR_NAME/positional-encodings-grader",
                          help="the image name the question's info.json names (where you push the image)")
     prairie.add_argument("--course-secret", metavar="FILE",
                          help="copy this course secret into serverFilesCourse: each variant's hidden cases are then "
                               "its own")
 
-    capstone = commands.add_parser("capstone", help="train the lesson's five tiny models with the reference and "
-                                                    "print the comparison (the lesson's part 9)")
+    capstone = commands.add_parser("capstone", help="train the lesson's tiny models, print the comparison")
     capstone.add_argument("--seed", type=int, default=0)
     capstone.add_argument("--steps", type=int, default=200, help="training steps of each language model")
     capstone.add_argument("--classifier-steps", type=int, default=300, help="training steps of each classifier")
     capstone.add_argument("--longer", action="store_true", help="the second unit's train-short, test-long "
                                                                 "experiment (RoPE, interpolation, ALiBi) instead")
 
-    secret = commands.add_parser("course-secret", help="write a new course secret to FILE (hidden cases per student)")
+    secret = commands.add_parser("course-secret", help="write a course secret: hidden cases per student")
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
                                                      "anything students receive")
 
-    commands.add_parser("build", help="write the generated student folders and nbgrader source notebooks "
-                                      "(assignments/student/, assignments/source/) from solutions/ and the units")
+    commands.add_parser("build", help="write the generated student and source folders",
+                        description="Write the generated files: each unit's student folder (assignments/student/) and "
+                                    "nbgrader's source notebook (assignments/source/), from solutions/ and the units.")
 
-    release = commands.add_parser("release", help="make the student folder and zip of a unit from the nbgrader course")
+    release = commands.add_parser("release", help="make the folder and zip students receive")
     release.add_argument("--unit", choices=units.names(), default=units.names()[0],
                          help=f"the unit (assignment) to release (default {units.names()[0]})")
     release.add_argument("--out", default="dist", metavar="DIR",
                          help="where to put the folder and the zip (default: dist)")
     release.add_argument("--course", metavar="DIR", help="the nbgrader course folder (default: the kit's assignments/)")
+
+    new_unit = commands.add_parser("new-unit", help="write the skeleton of a new unit of study",
+                                   description="Write the skeleton of a unit: its reference in solutions/, and its "
+                                               "rubric, cases, job, lesson and self-checks in autograder/units/NAME/.")
+    new_unit.add_argument("name", metavar="NAME", help="the unit's name: the module its students write (a Python "
+                                                       "identifier, lower case)")
+    check_unit = commands.add_parser("check-unit", help="check that a unit is complete and grades right",
+                                     description="Check a unit: the reference scores full and the stubs 0, every "
+                                                 "declared mistake is caught by its own task's cases, every task has "
+                                                 "cases, every timed path is declared, the release builds and "
+                                                 "nbgrader generates it.")
+    check_unit.add_argument("name", metavar="NAME", help="the unit to check")
+    check_unit.add_argument("--without-nbgrader", action="store_true",
+                            help="skip the release and nbgrader's generate_assignment (quicker)")
 
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
@@ -263,6 +284,36 @@ def main(argv=None):
         print(f"wrote {path} (readable by you only). Grade with --course-secret {path}, or set "
               f"AUTOGRADER_COURSE_SECRET_FILE={path}.")
         return 0
+    if args.command in ("gradescope-bundle", "prairielearn-bundle"):
+        chosen = args.out_flag or (args.out_zip if args.command == "gradescope-bundle" else args.out_dir)
+        if not chosen:
+            parser.exit(2, f"python -m autograder {args.command}: say where to write it with --out\n")
+        if args.command == "gradescope-bundle":
+            args.out_zip = chosen
+        else:
+            args.out_dir = chosen
+    if args.command == "new-unit":
+        from autograder.course.scaffold import ScaffoldError, new_unit
+
+        try:
+            written = new_unit(args.name)
+        except ScaffoldError as error:
+            parser.exit(2, f"python -m autograder new-unit: {error}\n")
+        for path in written:
+            print(f"wrote {path}")
+        print(f"Fill in each TODO, then check the unit: python -m autograder check-unit {args.name}")
+        return 0
+    if args.command == "check-unit":
+        from autograder.course.scaffold import ScaffoldError, check_unit
+
+        try:
+            found = check_unit(args.name, nbgrader=not args.without_nbgrader)
+        except ScaffoldError as error:
+            parser.exit(2, f"python -m autograder check-unit: {error}\n")
+        for problem in found:
+            print(f"PROBLEM: {problem}")
+        print(f"{args.name}: " + (f"{len(found)} problem(s)." if found else "every check passes."))
+        return 1 if found else 0
     if args.command == "build":
         from autograder.course.build import build
 
