@@ -87,17 +87,26 @@ if str(REPO_ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
-from autograder import rubric  # noqa: E402
-from autograder.course.build import REFERENCE, strip_markers  # noqa: E402
-from autograder.core.cases import build_cases  # noqa: E402
+from autograder.core import units  # noqa: E402
+from autograder.core.cases import build_cases as _build_cases  # noqa: E402
+from autograder.course.build import build, strip_markers  # noqa: E402
+from autograder.course.notebook import (BEGIN_HIDDEN, COURSE, END_HIDDEN, _nbgrader, function_source,  # noqa: E402
+                                        notebook_name, notebook_text)
+from autograder.course.release import nbgrader_environment, run_nbgrader  # noqa: E402
 from autograder.units.positional_encodings.cases.relative_positions import distances  # noqa: E402
-from autograder.course.notebook import (BEGIN_HIDDEN, COURSE, END_HIDDEN, NOTEBOOK, _nbgrader, function_source,  # noqa: E402
-                               nbgrader_environment, notebook_text, run_nbgrader)
-from autograder.ways_in.demo import apply
+from autograder.ways_in.demo import apply  # noqa: E402
 from autograder.units.positional_encodings.samples import MISTAKES  # noqa: E402
 from solutions import positional_encodings as ref  # noqa: E402
 
-ASSIGNMENT = rubric.ASSIGNMENT
+UNIT = units.get("positional_encodings")  # the class is of the first unit
+rubric = UNIT.rubric
+REFERENCE = UNIT.reference_path
+NOTEBOOK = notebook_name(UNIT)
+ASSIGNMENT = UNIT.name
+
+
+def build_cases(seed):
+    return _build_cases(UNIT, seed)
 # Appended to the plain copy's config: the course's own list of preprocessors, less TrustedGrades.
 WITHOUT_TRUSTED_GRADES = """
 
@@ -141,7 +150,8 @@ def make_course(root, count):
     course = root / "course"
     course.mkdir()
     shutil.copy(COURSE / "nbgrader_config.py", course)
-    shutil.copytree(COURSE / "source", course / "source")
+    build(chosen=[UNIT.name])  # nbgrader's source folder is generated, not committed
+    shutil.copytree(COURSE / "source" / UNIT.name, course / "source" / UNIT.name)
     return course, release_and_submit(course, count)
 
 

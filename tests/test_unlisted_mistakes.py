@@ -3,7 +3,7 @@
 None of these is taken from the maintainers' held-out set. Two sets, each the reference with one function
 replaced:
 
-* ``VARIANTS``, written for this file, none in a task's list of known mistakes (autograder/cases/<task>.py);
+* ``VARIANTS``, written for this file, none in a task's list of known mistakes (autograder/units/<unit>/cases/<task>.py);
   the grader's diagnosis was built against them.
 * ``BLIND_VARIANTS`` (tests/unlisted_variants_blind.py), written afterwards by someone who had not read the
   grader, as a held-out check. Measured first as written: 22 of 24 caught (two changed their inputs in place

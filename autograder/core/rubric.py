@@ -29,7 +29,7 @@ class Test:
     needs: str = ""
     # On a platform that shows results by date (Gradescope's ``visibility``: "visible", "after_due_date",
     # "after_published", "hidden"): when the student sees the test's score and what it checks, and when the
-    # feedback that quotes a hidden case (its call, expected against got). See autograder/gradescope.py.
+    # feedback that quotes a hidden case (its call, expected against got). See autograder/ways_in/gradescope.py.
     visibility: str = "visible"
     details: str = "after_due_date"
 

@@ -1,7 +1,7 @@
 """Hidden cases of one's own: each student's seed, from the course secret and the student's identity.
 
 Every random part of the hidden cases (the tensors, the drawn sizes and settings) comes from one seed
-(autograder/cases/__init__.py). With a course secret, each student's seed is HMAC-SHA256(secret, identity):
+(autograder/core/cases.py). With a course secret, each student's seed is HMAC-SHA256(secret, identity):
 the same student gets the same cases on every regrade and resubmission, two students get different ones,
 and nobody without the secret can tell which cases another student had. The feedback's expected values then
 say nothing about a classmate's, and a list of answers collected from one's own feedback is no use to anyone.

@@ -1,6 +1,6 @@
 """The nbgrader course: its source notebook, built from the lesson text and the reference.
 
-``assignments/lessons/<unit>.py`` holds a unit's prose, demonstrations, pictures and
+``autograder/units/<unit>/lesson.py`` holds a unit's prose, demonstrations, pictures and
 visible checks, in jupytext's percent format; ``solutions/<unit>.py`` holds every
 answer. ``course_files()`` joins them into nbgrader's source notebook, each
 solution cell filled with the reference function (its ``### BEGIN SOLUTION``

@@ -85,7 +85,7 @@ class Plan:
 
 def serialize_plan(cases_by_task, unit=None):
     """The probes of every task, made once per grading run and written for each job, with the unit's module
-    name (what the student's code is called in the job) and its job code (autograder/units/__init__.py)."""
+    name (what the student's code is called in the job) and its job code (autograder/core/units.py)."""
     import torch
 
     plan = {"tasks": [{"task": task, "probes": [case.probe for case in cases]} for task, cases in cases_by_task.items()]}

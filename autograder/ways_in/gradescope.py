@@ -17,7 +17,7 @@ In Gradescope's container (Ubuntu, run as root; the zip unpacked into
   ``/autograder/venv`` with the CPU build of torch (from a wheel folder pip
   already knows, else PyTorch's CPU index) and the kit's other dependencies,
   readable by every user. The kit itself is NOT installed into the venv: a
-  ``pip install`` would copy ``solutions/`` and ``autograder/cases/`` there,
+  ``pip install`` would copy ``solutions/`` and the units' hidden cases there,
   where student code can read them. It is imported from ``/autograder/source``.
 - ``run_autograder`` (for each submission) makes the source, the upload, its
   metadata (which holds earlier results) and the results folder root's alone,

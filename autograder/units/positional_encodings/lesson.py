@@ -3,7 +3,7 @@
 #
 # Cells are separated by "# %%" lines (jupytext's percent format), with four kinds of our own:
 #   # %% [markdown]             prose; each line starts with "# "; {points:TASK} is the rubric's points of TASK,
-#                               {rubric:NAME} a number of autograder/rubric.py, {timing_bands} its time bands
+#                               {rubric:NAME} a number of the unit's rubric.py, {timing_bands} its time bands
 #   # %%                        code the student may change (the imports)
 #   # %% [demo: NAME]           a read-only demonstration or picture (nbgrader: locked)
 #   # %% [solution: FUNCTION]   filled with FUNCTION from solutions/positional_encodings.py, markers and all;

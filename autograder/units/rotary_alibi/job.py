@@ -1,6 +1,6 @@
 """The second unit's code that runs in a job, beside the student's: a stand-in, a view, the timed paths.
 
-It imports torch and nothing of the grader (see autograder/units/__init__.py).
+It imports torch and nothing of the grader (see autograder/core/units.py).
 """
 
 import math

@@ -1,6 +1,6 @@
 # The lesson of the second unit, as text. `python -m autograder build` turns it into the nbgrader source
 # notebook assignments/source/rotary_alibi/rotary_alibi.ipynb; edit this file, not that one.
-# The cell kinds are those of the first unit's lesson (assignments/lessons/positional_encodings.py):
+# The cell kinds are those of the first unit's lesson (autograder/units/positional_encodings/lesson.py):
 # [markdown], plain code, [demo: NAME], [solution: FUNCTION] (from solutions/rotary_alibi.py) and
 # [tests: TEST_ID] (a graded cell: visible checks here, the hidden ones added by the build).
 # The answers live only in solutions/; nothing below may contain one.
