@@ -1,6 +1,6 @@
 """What a student hands in is read as data: regular files only, nothing followed, every notebook validated.
 
-Invariants 1 and 2 of docs/THREAT_MODEL.md, on the reading side (autograder/intake/load.py):
+Invariants 1 and 2 of docs/threat-model.md, on the reading side (autograder/intake/load.py):
 generated folders full of links, pipes, sockets, devices, hard links, huge and
 deep entries; generated and mutated notebooks; the files every editor saves. The
 answer is always the honest chunks or a LoadError that names what was refused:

@@ -218,7 +218,7 @@ def test_a_kernel_that_ignores_the_interrupt_is_shut_down(course):
 @contextlib.contextmanager
 def _quick_capstone():
     """The lesson's part 9 trains for a few steps only in these kernels (its full run is timed elsewhere:
-    tests/test_capstone.py and the README's figures)."""
+    tests/test_capstone.py and the unit's page in docs/)."""
     before = os.environ.get("POSITIONAL_KIT_QUICK")
     os.environ["POSITIONAL_KIT_QUICK"] = "1"
     try:
@@ -383,7 +383,7 @@ def _files_of(folder):
 
 
 def test_release_holds_no_solution_no_hidden_test_and_no_grader_file(course):
-    secret_files = [ROOT / "autograder" / "units" / "positional_encodings" / "rubric.py", ROOT / "autograder" / "nbgrader_bridge.py",
+    secret_files = [ROOT / "autograder" / "units" / "positional_encodings" / "rubric.py", ROOT / "autograder" / "ways_in" / "nbgrader_bridge.py",
                     *(ROOT / "solutions").glob("*.py"), *(ROOT / "autograder" / "units").glob("*/cases/*.py")]
     secret_bytes = {path.read_bytes() for path in secret_files}
     solution_lines = _distinctive_solution_lines()

@@ -2,7 +2,7 @@
 
 No ``--privileged``, no added capability, Docker's default seccomp profile, ``--network none``: the setting of
 both platforms, where the kernel refuses bubblewrap its namespaces. The grader falls back by itself to tier C
-(a user of its own per job, a seccomp filter, rlimits; docs/THREAT_MODEL.md). The image is built as Gradescope
+(a user of its own per job, a seccomp filter, rlimits; docs/threat-model.md). The image is built as Gradescope
 builds one: Debian with Python 3 as root, the zip unpacked into /autograder/source, its setup.sh run once
 (tests/docker_kit.py caches the result); each submission then gets a fresh container.
 

@@ -283,6 +283,8 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
             return Verdict(False, named[0][1], mistake=found[0], unnamed=told, explained=named)
         return Verdict(False, told)
 
+    # What the check holds, for tools that read a unit's cases (check-unit: is each declared mistake caught?).
+    check.expected, check.mistakes = expected, tuple(mistakes)
     return check
 
 

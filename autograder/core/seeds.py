@@ -102,5 +102,5 @@ def describe(unit, seed, identity=None, per_student=False):
         return f"Hidden cases: seed {seed}, this student's own (from the course secret and {identity!r}); {again}"
     if seed == unit.rubric.SEED:
         return (f"Hidden cases: the shared seed {seed}, the same for every student (no course secret is set: "
-                f"see the README, 'Hidden cases of one's own'); {again}")
+                f"see docs/instructors.md, 'Hidden cases of one's own'); {again}")
     return f"Hidden cases: seed {seed}, given to the grader; {again}"

@@ -110,6 +110,12 @@ class Unit:
         return {name: self.folder / name for name in shipped}
 
 
+def folder_names():
+    """The units' names as their folders say, sorted, without loading any (the command line's choices: a unit whose
+    rubric fails to load can still be named, and check-unit then says why)."""
+    return tuple(sorted(path.parent.name for path in FOLDER.glob("*/rubric.py") if path.parent.name.isidentifier()))
+
+
 @functools.lru_cache(maxsize=1)
 def names():
     """Every unit's name, in the order of ``ORDER`` in its rubric (then by name); read once per process."""

@@ -4,7 +4,7 @@ and how the timing tier measures. A unit's rubric module shows them too (units.c
 # Limits for one submission's child process (overridable on the command line).
 WALL_SECONDS = 40.0  # the whole submission, import included
 TASK_SECONDS = 15.0  # one task; a task that hangs is abandoned and the rest go on
-MEMORY_BYTES = 6 * 1024**3  # address space of the child
+MEMORY_BYTES = 6 * 1024**3  # address space of each process of a job, and the whole job's memory where cgroups are
 OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
 # Limits on one job as a whole, all its processes together (a control group per job where the machine has
 # them: autograder/sandbox/cgroups.py): memory (MEMORY_BYTES, files in its private folders included), processes and

@@ -122,7 +122,7 @@ class SandboxMissing(RuntimeError):
     """No sandbox can run here, and the caller did not allow grading without one."""
 
 
-# The sandbox tiers, strongest first (docs/THREAT_MODEL.md says what each one holds):
+# The sandbox tiers, strongest first (docs/threat-model.md says what each one holds):
 BUBBLEWRAP = "bubblewrap"  # tiers A and B: namespaces (with or without a control group per job)
 JOB_USERS = "job users"  # tier C: an unprivileged user per job, seccomp, rlimits (see autograder/sandbox/users.py)
 NO_SANDBOX = "off"  # tier D: trusted code only, when the instructor says so
@@ -187,7 +187,7 @@ def resolve_sandbox(choice):
     if no_users is None:
         if choice != JOB_USERS:
             print(f"NOTE: {no_bubblewrap}. Each job runs instead as an unprivileged user of its own, under a "
-                  "seccomp filter and per-process limits (tier C; docs/THREAT_MODEL.md says what it holds).",
+                  "seccomp filter and per-process limits (tier C; docs/threat-model.md says what it holds).",
                   file=sys.stderr)
         return JOB_USERS
     why = f"{no_bubblewrap}; and no user per job either: {no_users}"

@@ -85,7 +85,8 @@ def grading_fingerprint(unit, seed, timing_mode):
     digest = hashlib.sha256(f"{FORMAT} {unit.name} {seed} {timing_mode}".encode())
     sources = [unit.reference_path]
     sources += sorted(path for part in ("intake", "sandbox", "core") for path in (ROOT / "autograder" / part).glob("*.py"))
-    sources += sorted(path for path in unit.folder.rglob("*.py") if "__pycache__" not in path.parts)
+    sources += sorted(path for path in unit.folder.rglob("*.py") if not {"__pycache__", "self_checks"} & set(path.parts)
+                      and path != unit.lesson_path)  # what grades, not what teaches
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
@@ -201,3 +202,20 @@ def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed
     if progress:
         progress.close()
     return results, len(paths) - len(todo)
+
+
+def write_class_files(results, out_dir):
+    """The class's files beside the JSON per student: grades.csv, then the summary (summary.txt and its picture).
+
+    Returns the summary's paths. A summary that cannot be made is the grader's fault: summary.txt says so, and
+    grades.csv is written all the same."""
+    from autograder.core.report import grades_csv
+    from autograder.core.summary import write_summary
+
+    write_atomically(Path(out_dir) / "grades.csv", grades_csv(results))
+    try:
+        return write_summary(results, out_dir)
+    except Exception as error:  # noqa: BLE001  (said where the summary would be)
+        write_atomically(Path(out_dir) / "summary.txt", f"The class summary could not be made ({error!r}); "
+                         "the grades are in grades.csv and the JSON files.\n")
+        return [Path(out_dir) / "summary.txt"]

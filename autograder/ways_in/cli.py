@@ -27,17 +27,18 @@ def _limits(args):
 
 
 def _add_grading_options(parser):
-    parser.add_argument("--unit", choices=units.names(), default=None,
+    parser.add_argument("--unit", choices=units.folder_names(), default=None,
                         help="the unit (assignment) the submissions are of; by default the one whose module the "
-                             f"files are named after ({', '.join(name + '.ipynb' for name in units.names())})")
+                             f"files are named after ({', '.join(name + '.ipynb' for name in units.folder_names())})")
     parser.add_argument("--timeout", type=float, default=limits.WALL_SECONDS, metavar="SECONDS",
                         help=f"wall-clock limit per submission (default {limits.WALL_SECONDS:g})")
     parser.add_argument("--task-timeout", type=float, default=limits.TASK_SECONDS, metavar="SECONDS",
                         help=f"wall-clock limit per task within a submission (default {limits.TASK_SECONDS:g})")
     parser.add_argument("--memory-gb", type=float, default=limits.MEMORY_BYTES / 1024**3,
-                        help="memory limit of each submission's job, in GiB: everything the job holds (its "
-                             "processes, its private /tmp and /dev/shm) where the machine has cgroups, else the "
-                             f"address space of each of its processes (default {limits.MEMORY_BYTES / 1024**3:g})")
+                        help="memory limit of each submission, in GiB: the address space of each of its processes, "
+                             "and where the machine has cgroups also everything its job holds together (its "
+                             "processes and its private /tmp, /work and /dev/shm) "
+                             f"(default {limits.MEMORY_BYTES / 1024**3:g})")
     parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
                         help="submissions graded at once (default: the number of CPUs)")
     parser.add_argument("--seed", type=int, default=None,
@@ -92,7 +93,7 @@ def _grade(paths, args, show_feedback, sandbox, unit):
     # The sandbox's server imports torch in its own process while this one does (the imports below).
     server = ForkServer(resolve_sandbox(sandbox), ready=False)
     from autograder.core import report
-    from autograder.ways_in.batch import Progress, grade_class, unique_names
+    from autograder.ways_in.batch import Progress, grade_class, unique_names, write_class_files
     from autograder.core.grade import Grader
 
     from autograder.core import seeds
@@ -128,17 +129,8 @@ def _grade(paths, args, show_feedback, sandbox, unit):
                 result.name = name
     finally:
         grader.close()
-    written = []
-    if out:  # the class's files first: nothing printed below can keep them from being written
-        from autograder.core.summary import write_summary
-
-        report.write_atomically(Path(out) / "grades.csv", report.grades_csv(results))
-        try:
-            written = write_summary(results, out)
-        except Exception as error:  # the grader's own fault: say so where the summary would be
-            report.write_atomically(Path(out) / "summary.txt", f"The class summary could not be made ({error!r}); "
-                                    "the grades are in grades.csv and the JSON files.\n")
-            written = [Path(out) / "summary.txt"]
+    # the class's files first: nothing printed below can keep them from being written
+    written = write_class_files(results, out) if out else []
     if args.json:
         for result in results:
             print(json.dumps(result.to_gradescope()))
@@ -197,7 +189,7 @@ def main(argv=None):
     grade.add_argument("--sandbox", choices=("strongest", "bubblewrap", "users"), default="strongest",
                        help="the sandbox tier: the strongest this machine allows (the default: bubblewrap where it "
                             "can make namespaces, else, as root, an unprivileged user per job), or only the one "
-                            "named (see docs/THREAT_MODEL.md)")
+                            "named (see docs/threat-model.md)")
     _add_grading_options(grade)
 
     demo = commands.add_parser("demo", help="grade the sample class (the default command)")
@@ -213,7 +205,7 @@ def main(argv=None):
                              "(trusted code only)")
     bundle.add_argument("--course-secret", metavar="FILE",
                         help="ship this course secret in the zip: each student's hidden cases are then their own")
-    bundle.add_argument("--unit", choices=units.names(), default=None,
+    bundle.add_argument("--unit", choices=units.folder_names(), default=None,
                         help="grade every upload as this unit's assignment (by default the uploaded file's name "
                              "tells: one Gradescope assignment per unit either way)")
 
@@ -242,8 +234,8 @@ def main(argv=None):
                                     "nbgrader's source notebook (assignments/source/), from solutions/ and the units.")
 
     release = commands.add_parser("release", help="make the folder and zip students receive")
-    release.add_argument("--unit", choices=units.names(), default=units.names()[0],
-                         help=f"the unit (assignment) to release (default {units.names()[0]})")
+    release.add_argument("--unit", choices=units.folder_names(), default=None,
+                         help="the unit (assignment) to release (default: the course's first unit)")
     release.add_argument("--out", default="dist", metavar="DIR",
                          help="where to put the folder and the zip (default: dist)")
     release.add_argument("--course", metavar="DIR", help="the nbgrader course folder (default: the kit's assignments/)")
@@ -336,7 +328,7 @@ def main(argv=None):
 
         from autograder.course.release import CourseError, release
         try:
-            unit = units.get(args.unit)
+            unit = units.get(args.unit or units.names()[0])
             folder, archive = release(unit, args.out, course=args.course or COURSE)
         except CourseError as error:
             parser.exit(2, f"python -m autograder release: {error}\n")

@@ -14,7 +14,7 @@ ORDER = 1  # the first unit of the course
 SHIPPED = ("capstone.py",)  # kit code the lesson's last part needs, shipped with the release (no answer in it)
 
 # In the lesson's order (the notebook teaches learned positions first, as the lecture does): the feedback, the
-# table, grades.csv and the README follow it.
+# table, grades.csv and the documentation follow it.
 TASKS = (
     Task("learned", "Learned absolute positions", ("LearnedPositionalEmbedding",)),
     Task("sinusoidal", "Sinusoidal position table", ("sinusoidal_table",)),

@@ -25,17 +25,15 @@ HINTS = {
 }
 
 
-def _one_side(distance, n, max_distance, exact_limit=None, log_span=None, dtype=torch.float32, ratio=None,
-              log=torch.log):
-    """Buckets 0..n-1 for distances >= 0, with knobs to reproduce the usual slips: where the exact buckets
-    stop, how many buckets the log part spans, the precision of the log, max_distance / max_exact, and the log
+def _one_side(distance, n, max_distance, log_span=None, dtype=torch.float32, ratio=None, log=torch.log):
+    """Buckets 0..n-1 for distances >= 0, with knobs to reproduce the usual slips: how many buckets the log part
+    spans, the precision of the log, max_distance / max_exact, and the log
     taken of d / max_exact."""
     max_exact = n // 2
-    exact_limit = max_exact if exact_limit is None else exact_limit
     log_span = n - max_exact if log_span is None else log_span
     ratio = max_distance / max_exact if ratio is None else ratio
     far = max_exact + (log(distance.to(dtype) / max_exact) / math.log(ratio) * log_span).long()
-    return torch.where(distance < exact_limit, distance, far.clamp(max=n - 1))
+    return torch.where(distance < max_exact, distance, far.clamp(max=n - 1))
 
 
 def mistakes(relative_position, bidirectional, num_buckets, max_distance):
@@ -67,8 +65,6 @@ def mistakes(relative_position, bidirectional, num_buckets, max_distance):
         ]
         side = lambda **knobs: _one_side((-rp).clamp(min=0), n, max_distance, **knobs)
     found += [
-        Mistake("the exact buckets stop one too late: distances d < max_exact (not <=) get bucket d.",
-                lambda: side(exact_limit=n // 2 + 1)),
         Mistake("the log-spaced part spans n buckets; it spans n - max_exact (the rest after the exact ones).",
                 lambda: side(log_span=n)),
         Mistake("max_distance / max_exact is divided as integers (//); T5 divides them as real numbers.",
