@@ -63,6 +63,38 @@ class ChildFailed(Exception):
     """The child died, broke the protocol, or ran past its time; the message says which, for the student."""
 
 
+class BudgetSpent(ChildFailed):
+    """The student's job spent the timing tier's budget of this submission (``TierBudget``)."""
+
+
+class TierBudget:
+    """The time the student's job may spend in one submission's timing tier: ``seconds`` plus ``factor`` times
+    what the reference's job spent on the same commands, by the grader's wall clock (what holds the machine)."""
+
+    def __init__(self, seconds, factor):
+        self.seconds, self.factor = seconds, factor
+        self.student = self.reference = 0.0
+
+    def allowed(self):
+        return self.seconds + self.factor * self.reference
+
+    def left(self):
+        return self.allowed() - self.student
+
+    def charge(self, reference, seconds):
+        if reference:
+            self.reference += seconds
+        else:
+            self.student += seconds
+
+    def spent_words(self):
+        return (f"the timing tier's time for a submission ran out: its job spent {self.student:.1f} s of the "
+                f"{self.allowed():.1f} s allowed ({self.seconds:g} s, plus {self.factor:g} times the "
+                f"{self.reference:.1f} s the reference's job took for the same commands). The timing points still "
+                "to come are lost; a score path that does its work when it is called, and nothing slow at import "
+                "or beside it, stays well inside")
+
+
 class ReferenceFailed(RuntimeError):
     """The reference's job failed: a fault of the grader's, never charged to the student (see ``grade_tier``)."""
 
@@ -109,6 +141,7 @@ class ServeChild:
         return self.job.host_pid
 
     watch_background = False  # set for a student's job once its timing starts (see ``background``)
+    budget = None  # the TierBudget of the submission being timed: every request of either job is charged to it
     clock = "wall"  # or "cpu": each call timed by the runner's CPU time (see ``timing_clock``)
 
     def cpu_seconds(self):
@@ -143,16 +176,30 @@ class ServeChild:
                 raise ChildFailed(f"while it waited for its next call, its job {left}: the timing tier times "
                                   "your function alone, so leave no thread working and start no process, in the "
                                   "score path or at import")
+        budget, limit = self.budget, timeout
+        if budget is not None and not self.reference:
+            limit = min(timeout, budget.left())
+            if limit <= 0:
+                raise BudgetSpent(budget.spent_words())
         started = time.perf_counter()
+        try:
+            return self._exchange(command, timeout, limit, started)
+        finally:
+            if budget is not None:
+                budget.charge(self.reference, time.perf_counter() - started)
+
+    def _exchange(self, command, timeout, limit, started):
         cpu_before = self.cpu_seconds() if self.clock == "cpu" else None
         try:
             os.write(self._commands, (json.dumps(command) + "\n").encode())
         except OSError:
             raise ChildFailed(self._gone()) from None
-        deadline = started + timeout
+        deadline = started + limit
         while b"\n" not in self._buffer:
             left = deadline - time.perf_counter()
             if left <= 0:
+                if limit < timeout:
+                    raise BudgetSpent(self.budget.spent_words())
                 raise ChildFailed(f"one call took more than {timeout:g} s")
             if len(self._buffer) > REPLY_BYTES:
                 raise ChildFailed("its process wrote more than a reply where replies go")
@@ -392,15 +439,16 @@ def measure(student, reference, spec, rng=None):
     extra = {}
     # One call of each first, untimed and unmeasured: what a path does once (import a module, load its kernels,
     # fill a cache of the library's) is not memory that its calls need.
-    seed = rng.getrandbits(48)
+    seed, length = rng.getrandbits(48), call_length(spec, rng)
     for child in (student, reference):
-        child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
+        child.request({"command": "prepare", "seed": seed, "length": length}, SETUP_SECONDS)
         _run(child, spec, rng)
     # Then one call of each, alone, for its peak memory beyond its inputs (built before the peak is restarted),
     # with every large tensor in a fresh mapping for that call, so that none reuses memory freed earlier.
     seed = rng.getrandbits(48)
     for child in (student, reference):
-        prepared, _ = child.request({"command": "prepare", "seed": seed, "fresh_mappings": True}, SETUP_SECONDS)
+        prepared, _ = child.request({"command": "prepare", "seed": seed, "length": spec["length"],
+                                     "fresh_mappings": True}, SETUP_SECONDS)
         before = child.reset_memory_peak()
         _run(child, spec, rng)
         if spec["device"].startswith("cuda"):
@@ -410,21 +458,21 @@ def measure(student, reference, spec, rng=None):
         else:
             peak = child.memory_peak()
             extra[child] = None if peak is None or before is None else max(peak - before, 0)
-    _check_outputs(student, reference, spec, rng, "the call measured for memory")
+    _check_outputs(student, reference, spec, rng, "the call measured for memory", spec["length"])
     for number in range(spec["warmup"]):
-        seed = rng.getrandbits(48)
+        seed, length = rng.getrandbits(48), call_length(spec, rng)
         for child in (student, reference):
-            child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
+            child.request({"command": "prepare", "seed": seed, "length": length}, SETUP_SECONDS)
             _run(child, spec, rng)
     ratios, student_times, reference_times = [], [], []
     for pair in range(_limits.TIMING_REPEATS):
-        seed = rng.getrandbits(48)
+        seed, length = rng.getrandbits(48), call_length(spec, rng)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
         seconds = {}
         for child in order:
-            child.request({"command": "prepare", "seed": seed}, SETUP_SECONDS)
+            child.request({"command": "prepare", "seed": seed, "length": length}, SETUP_SECONDS)
             seconds[child] = _run(child, spec, rng)
-        _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}")
+        _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}", length)
         if min(seconds.values()) <= 0:  # no call takes no time: the clock failed, the machine's fault
             raise ServerFailed(f"a clock read {min(seconds.values()):g} s for a call of timed pair {pair + 1}")
         ratios.append(seconds[student] / seconds[reference])
@@ -450,8 +498,16 @@ def _run(child, spec, rng):
     return elapsed
 
 
-def _check_outputs(student, reference, spec, rng, which):
-    batch, heads, length = spec["batch"], spec["heads"], spec["length"]
+def call_length(spec, rng):
+    """The sequence length of one timed call, drawn by the grader for that call alone: within the last eighth below
+    the spec's length, so that no two calls need be alike (a path that keeps what it made for an earlier call, by
+    its lengths or its inputs, gains nothing) while each costs about what the spec's size does."""
+    length = spec["length"]
+    return rng.randint(length - length // 8, length)
+
+
+def _check_outputs(student, reference, spec, rng, which, length):
+    batch, heads = spec["batch"], spec["heads"]
     size = batch * heads * length * length
     indices = sorted(rng.sample(range(size), min(SAMPLES, size)))
     mine, _ = student.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
@@ -669,10 +725,14 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
         graded.append(None)
         timed.append((len(graded) - 1, path, test, lines, stand_ins))
     if timed:
+        budget, budgeted = TierBudget(_limits.TIMING_TIER_SECONDS, _limits.TIMING_TIER_FACTOR), []
         with machine.exclusive() if machine is not None else contextlib.nullcontext():
             student = None
             try:
                 for at, path, test, lines, stand_ins in timed:
+                    if budget.left() <= 0:  # spent on an earlier path: this one is not started
+                        graded[at] = (test, 0.0, [f"No points: {budget.spent_words()}."] + lines)
+                        continue
                     if clock_note:
                         lines.append(clock_note)
                     for attempt in range(1, PATH_ATTEMPTS + 1):
@@ -683,6 +743,8 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
                                 student = ServeChild(server, submission.chunks, submission.path.name, limits, unit)
                             reference = references.get()
                             student.clock = reference.clock = clock
+                            student.budget = reference.budget = budget
+                            budgeted.append(reference)
                             told = list(lines)
                             fraction, summary = _time_path(rubric, path, device, student, reference, told, stand_ins)
                             break
@@ -700,6 +762,8 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
             finally:
                 if student is not None:
                     student.close()  # within the hold: nothing of it runs once another's code does
+                for child in budgeted:
+                    child.budget = None  # a reference job serves the next submission, with a budget of its own
     return graded
 
 

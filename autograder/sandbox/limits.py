@@ -45,6 +45,13 @@ TIMING_REPEATS = 15  # interleaved student/reference pairs at most; the figure i
 # a run of luck far rarer, at two more pairs for a path that settles.
 TIMING_MIN_PAIRS = 5
 TIMING_CALL_SECONDS = 10.0  # one call of the student's path; slower scores 0
+# The whole timing tier of one submission, which holds the machine alone: the student's job may spend, on all its
+# commands together (loading its code, drawing inputs, the calls, the checks), TIMING_TIER_SECONDS plus
+# TIMING_TIER_FACTOR times what the reference's job spent on the same commands. The factor is above the last
+# band's limit (25x earns half points), so an honest path of any verdict stays inside; past it the tier's points
+# still to come are lost, said, and the class moves on (a job that pauses in each step cannot hold it for minutes).
+TIMING_TIER_SECONDS = 30.0
+TIMING_TIER_FACTOR = 30.0
 # The most memory one call may need beyond its inputs, in (B, H, Lq, Lk) score-sized tensors. The
 # reference needs about 3; the (Lq, Lk, dh) relative keys about 12-13 at the CPU sizes (3 at the GPU
 # sizes); a (B, H, Lq, Lk, dh) tensor dh of them on its own (it does not fit on a GPU at all).

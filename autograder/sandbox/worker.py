@@ -389,7 +389,9 @@ def _serve_one(namespace, chunks, command, state, unit=None):
         _mmap_threshold(64 * 1024 if command.get("fresh_mappings") else 32 * 1024 * 1024)
         if command.get("fresh_mappings") and _MALLOC_TRIM is not None:
             _MALLOC_TRIM(0)
-        state["inputs"] = _timing_inputs(unit, state["spec"], command["seed"])
+        # Each call's inputs are its own: drawn from the grader's seed, at the lengths the grader drew for the call.
+        state["inputs"] = _timing_inputs(unit, {**state["spec"], "length": command.get("length", state["spec"]["length"])},
+                                         command["seed"])
         _synchronize(state["device"])
         if state["device"].startswith("cuda") and _CUDA_RESET_PEAK is not None:
             _CUDA_RESET_PEAK(torch.device(state["device"]).index or 0)

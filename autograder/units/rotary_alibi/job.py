@@ -25,25 +25,29 @@ VIEWS = {"pair": pair}
 
 
 def timing_inputs(spec, generator):
-    """q and k of the timed path, drawn from ``generator`` (seeded by the grader), in fresh storage."""
+    """q and k of the timed path (and for ALiBi a factor per head), drawn from ``generator`` (seeded by the grader
+    for each call, at the length the grader drew for it), in fresh storage."""
     batch, heads, length, head_dim = spec["batch"], spec["heads"], spec["length"], spec["head_dim"]
     device, dtype = spec["device"], getattr(torch, spec["dtype"])
     q = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
     k = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
+    if spec["path"] == "alibi":  # each call's slopes its own: the student's slopes, each head's scaled anew
+        return q, k, (0.5 + 0.5 * torch.rand(heads, generator=generator)).to(device=device)
     return q, k
 
 
 def score_path(namespace, spec):
     """A function of (q, k) that runs the spec's path once, as the code of ``namespace`` wrote it."""
-    length, heads, head_dim = spec["length"], spec["heads"], spec["head_dim"]
+    heads, head_dim = spec["heads"], spec["head_dim"]
     if spec["path"] == "rope":
         rope_scores = namespace["rope_scores"]
         return lambda q, k: rope_scores(q, k)
     alibi_bias, alibi_slopes = namespace["alibi_bias"], namespace["alibi_slopes"]
     scale = 1.0 / math.sqrt(head_dim)
 
-    def alibi_path(q, k):
-        slopes = alibi_slopes(heads).to(device=q.device, dtype=q.dtype)  # (H,)
+    def alibi_path(q, k, factor):
+        slopes = (alibi_slopes(heads) * factor).to(device=q.device, dtype=q.dtype)  # (H,): new values every call
+        length = q.shape[-2]  # drawn by the grader for this call
         bias = alibi_bias(length, length, slopes)  # (1, H, L, L): the student's part of the path
         batch = q.shape[0]
         # bias + scale * q @ k^T in the product's own kernel: the same work in both jobs, and no pass of its own
