@@ -146,7 +146,7 @@ def test_a_pool_gives_each_job_a_folder_of_its_own_and_takes_back_nothing_of_the
 
 
 def test_a_busy_pool_waits_for_a_user_then_says_so(tmp_path):
-    pool = users.UserPool([UID])
+    pool = users.UserPool([UID], folders=[])
     try:
         held = pool.acquire()
         with pytest.raises(users.PoolFailed, match="busy"):

@@ -104,3 +104,23 @@ def test_matplotlib_in_the_sandbox_writes_no_fontconfig_error():
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and "drawn" in run.stdout, run.stderr
     assert "Fontconfig" not in run.stderr, run.stderr
+
+
+def test_a_tree_thousands_deep_in_the_kernels_socket_folder_is_removed_with_the_kernel(tmp_path):
+    """The one host folder the kernel may write (its sockets' folder): whatever it leaves there goes when it ends,
+    a tree too deep for a recursive removal included (shutil.rmtree stopped with RecursionError there)."""
+    import glob
+    import tempfile
+
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "kernel-sockets-*")))
+    outputs = _run([
+        "import json, os\nfrom ipykernel.connect import get_connection_file\n"
+        "folder = os.path.dirname(json.load(open(get_connection_file()))['ip'])\n"
+        "fd = os.open(folder, os.O_RDONLY)\n"
+        "for _ in range(3000):\n    os.mkdir('d', dir_fd=fd)\n    inner = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+        "    os.close(fd)\n    fd = inner\nopen('leaf', 'w', opener=lambda name, flags: os.open(name, flags, dir_fd=fd))"
+        ".write('x')\nprint('deep', folder)",
+    ], tmp_path)
+    assert outputs[0].startswith("deep "), outputs
+    left = set(glob.glob(os.path.join(tempfile.gettempdir(), "kernel-sockets-*"))) - before
+    assert left == set(), f"the kernel's socket folder survived it: {left}"

@@ -31,7 +31,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.channels import HBChannel
 from traitlets import DottedObjectName, Integer, Type
 
-from autograder.sandbox import limits
+from autograder.sandbox import cleanup, limits
 from autograder.sandbox.server import READ_ONLY_ROOT, bubblewrap, sandbox_options
 
 # What the kernel gets as its environment: nothing of the instructor's but the language and the path.
@@ -131,5 +131,6 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart=False):
         await super()._async_cleanup_resources(restart=restart)
-        if not restart:
-            shutil.rmtree(self._sockets, ignore_errors=True)
+        if not restart:  # whatever the kernel wrote there, however deep: gone (a recursive rmtree is not enough)
+            if not cleanup.remove(self._sockets):
+                self.log.warning("Could not remove everything the kernel wrote in %s", self._sockets)
