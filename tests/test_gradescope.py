@@ -29,7 +29,7 @@ needs_bubblewrap = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap (
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    return gradescope.main_bundle(tmp_path_factory.mktemp("bundle") / "ag.zip")
+    return gradescope.main_bundle(tmp_path_factory.mktemp("bundle") / "ag.zip", unit="positional_encodings")
 
 
 def unpack(bundle, root, files):
@@ -162,13 +162,16 @@ def test_run_autograder_writes_results_even_when_python_cannot_start(bundle, tmp
     assert results["score"] == 0 and "tell your instructor" in results["output"]
 
 
-def grade_in_process(root, files):
+def grade_in_process(root, files, unit="positional_encodings"):
+    """gradescope.run on a tree at ``root``, run_autograder's AUTOGRADER_UNIT set as a bundle for ``unit`` sets it."""
     root.mkdir()
     (root / "submission").mkdir()
     for name, text in files.items():
         (root / "submission" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "submission" / name).write_text(text, encoding="utf-8")
-    assert gradescope.run(root) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(gradescope.UNIT_VARIABLE, unit)
+        assert gradescope.run(root) == 0
     results = json.loads((root / "results" / "results.json").read_text())
     assert_gradescope_schema(results)
     return results
@@ -219,7 +222,9 @@ def test_a_grader_crash_still_writes_results_telling_the_student_to_tell_the_ins
     results = grade_in_process(tmp_path / "autograder", {"positional_encodings.py": reference_text})
     assert results["score"] == 0 and "tell your instructor" in results["output"]
     assert results["stdout_visibility"] == "hidden"  # the traceback is for the instructor
-    assert "a bug in the grader" in capsys.readouterr().out
+    assert "a bug in the grader" not in results["output"] and "incident " in results["output"]
+    said = capsys.readouterr()
+    assert "a bug in the grader" in said.out + said.err
 
 
 def test_without_a_working_sandbox_nothing_is_graded_unless_the_instructor_allows_it(
@@ -240,7 +245,8 @@ def test_without_a_working_sandbox_nothing_is_graded_unless_the_instructor_allow
 
 
 def test_the_instructor_allows_unsandboxed_grading_in_the_zip_itself(tmp_path):
-    with zipfile.ZipFile(gradescope.main_bundle(tmp_path / "ag.zip", unsandboxed=True)) as archive:
+    with zipfile.ZipFile(gradescope.main_bundle(tmp_path / "ag.zip", unit="positional_encodings",
+                                                unsandboxed=True)) as archive:
         script = archive.read("run_autograder").decode()
     assert f"\nexport {gradescope.UNSANDBOXED_VARIABLE}=1\n" in script
 

@@ -330,7 +330,7 @@ def test_a_symlink_to_a_host_file_puts_nothing_of_it_in_the_feedback(tmp_path):
     assert first_line and first_line not in str(refused.value).replace("positional_encodings.py", "")
 
 
-def test_gradescope_refuses_a_symlinked_upload_without_following_it(tmp_path):
+def test_gradescope_refuses_a_symlinked_upload_without_following_it(tmp_path, monkeypatch):
     submission = tmp_path / "submission"
     (submission / "work").mkdir(parents=True)
     os.symlink(REFERENCE, submission / "work" / "positional_encodings.py")
@@ -340,6 +340,7 @@ def test_gradescope_refuses_a_symlinked_upload_without_following_it(tmp_path):
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     os.symlink(REFERENCE, root / "submission" / "positional_encodings.py")
+    monkeypatch.setenv(gradescope.UNIT_VARIABLE, UNIT.name)  # as run_autograder sets it
     assert gradescope.run(root) == 0
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 0 and "symbolic link" in results["output"]

@@ -96,7 +96,7 @@ def image(tmp_path_factory):
     docker_kit.require()
     base = docker_kit.base_image()
     folder = tmp_path_factory.mktemp("bundle")
-    with zipfile.ZipFile(gradescope.main_bundle(folder / "autograder.zip")) as archive:
+    with zipfile.ZipFile(gradescope.main_bundle(folder / "autograder.zip", unit=UNIT.name)) as archive:
         archive.extractall(folder / "source")
     for name in ("setup.sh", "run_autograder"):
         (folder / "source" / name).chmod(0o755)
@@ -234,7 +234,8 @@ def prairielearn_run(image, kit, student_files, timeout=300):
     files = {f"{PL_ROOT}/serverFilesCourse/{prairielearn.KIT_FOLDER}": kit / "serverFilesCourse" / prairielearn.KIT_FOLDER,
              f"{PL_ROOT}/data/data.json": json.dumps({"params": {}, "correct_answers": {},
                                                       "submitted_answers": {}}).encode(),
-             f"{PL_ROOT}/tests/README": b"the question's tests folder\n"}
+             f"{PL_ROOT}/tests/README": b"the question's tests folder\n",
+             f"{PL_ROOT}/tests/{prairielearn.UNIT_FILE}": kit / "questions" / UNIT.name / "tests" / prairielearn.UNIT_FILE}
     files.update({f"{PL_ROOT}/student/{name}": data for name, data in student_files.items()})
     if not student_files:
         files[f"{PL_ROOT}/student/.keep"] = b""
@@ -251,6 +252,7 @@ def test_a_readable_copy_of_the_answers_elsewhere_stops_the_grader_before_any_jo
     stray = f"mkdir -p /opt/stray && cp -r {PL_KIT}/solutions /opt/stray/ && chmod -R a+rX /opt/stray && "
     files = {f"{PL_ROOT}/serverFilesCourse/{prairielearn.KIT_FOLDER}":
              prairielearn_kit / "serverFilesCourse" / prairielearn.KIT_FOLDER,
+             f"{PL_ROOT}/tests/{prairielearn.UNIT_FILE}": UNIT.name.encode(),
              f"{PL_ROOT}/student/positional_encodings.py": reference_text.encode()}
     ran = docker_kit.run(image, stray + f"{PL_KIT}/run_prairielearn", files=files, fetch=[PL_RESULTS])
     results = results_of(ran, PL_RESULTS)

@@ -46,15 +46,18 @@ def test_the_bundle_holds_an_image_with_nothing_secret_the_kit_for_server_files_
         assert info["gradingMethod"] == "External"
         assert f'file-names="{unit.name}.ipynb, {unit.name}.py"' in (bundle / "questions" / unit.name /
                                                                        "question.html").read_text()
+        assert (bundle / "questions" / unit.name / "tests" / prairielearn.UNIT_FILE).read_text() == unit.name + "\n"
         uuids.add(info["uuid"])
     assert len(uuids) == len(units.names())
 
 
-def grade_tree(bundle, root, student_files, **env):
-    """run_prairielearn on a /grade tree at ``root`` (the kit copied where PrairieLearn puts it)."""
+def grade_tree(bundle, root, student_files, unit="positional_encodings", **env):
+    """run_prairielearn on a /grade tree at ``root`` (the kit copied where PrairieLearn puts it, and the question's
+    tests/ of ``unit``'s question where PrairieLearn copies them)."""
     import shutil
 
     shutil.copytree(bundle / "serverFilesCourse", root / "serverFilesCourse")
+    shutil.copytree(bundle / "questions" / unit / "tests", root / "tests")
     (root / "student").mkdir(parents=True)
     for name, text in student_files.items():
         (root / "student" / name).write_text(text, encoding="utf-8")

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from secrets import token_hex
 
 from autograder.sandbox import cgroups, limits as _limits, users
 from autograder.core import diagnosis, seeds, timing, units
@@ -54,6 +55,9 @@ class Result:
     seed: int = None  # the seed of the hidden cases it was graded with (see autograder/core/seeds.py)
     cases_from: str = ""  # where that seed came from, and how to grade the submission again with it
     unit: str = ""  # the unit of study it was graded as (autograder/units/)
+    # (incident id, record) of each grader fault met: the record (the exception and its traceback, which may
+    # quote a hidden case) is for the instructor's log only; the student's text holds the id alone.
+    incidents: list = field(default_factory=list)
 
     @property
     def score(self):
@@ -80,6 +84,34 @@ class Result:
         }
 
 
+_FAULT_LOCK = threading.Lock()
+TRY_AGAIN = "grade it again, and if it fails again, tell your instructor this incident id"
+
+
+def grader_fault(name, what, error=None):
+    """A fault of the grader's own while grading ``name``: (the plain sentence the student reads, with an
+    incident id; (the id, the record for the instructor's log)).
+
+    The record (``what``, the exception and its traceback, which may quote a hidden case or the reference) is
+    written to stderr at once, the instructor's log on every way in, and kept in ``Result.incidents`` for a
+    results folder's log (batch.FAULT_LOG); it never goes into a test's output or a note.
+    """
+    incident = token_hex(4)
+    detail = "".join(traceback.format_exception(type(error), error, error.__traceback__)) if error is not None else ""
+    record = inert(f"GRADER FAULT, incident {incident}, while grading {name}: {what}\n{detail}".rstrip())
+    with _FAULT_LOCK:
+        print(record, file=sys.stderr, flush=True)
+    return f"{what}, through no fault of the submission (incident {incident}): {TRY_AGAIN}.", (incident, record)
+
+
+def _fault_result(unit, name, path, what, error=None):
+    """Every test at 0 through a fault of the grader's: the student reads ``what`` and an incident id."""
+    message, incident = grader_fault(name, what, error)
+    result = _all_failed(unit, name, path, message)
+    result.grader_fault, result.incidents = True, [incident]
+    return result
+
+
 def _all_failed(unit, name, path, message, notes=()):
     tests = [TestResult(test.id, test.task, 0, test.points, message) for test in unit.rubric.TESTS]
     return Result(name, str(path), tests, list(notes) + [message], unit=unit.name)
@@ -98,7 +130,7 @@ def _load_notes(submission, loaded):
     return notes
 
 
-def score_tests(unit, tests, cases, results, *, failure=None, notes=()):
+def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incidents=None):
     """Score rubric ``tests`` from the outputs of their ``cases``: all the points when every case passes.
 
     ``results`` maps case id to what the student's code returned (as the worker
@@ -107,6 +139,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=()):
     passed or failed with a named mistake: see units.Test. ``unit`` is the unit the tests are of.
     Where no known mistake explains a failure, the feedback adds under which condition the task's cases fail
     (diagnosis.condition, over every case of the task that ran, probes included: they are worth nothing).
+    An output the grader could not check is a grader fault: its test says so with an incident id, and the
+    fault's record is appended to ``incidents`` (see grader_fault).
     """
     graded, works, charged = [], {}, {}  # charged: {named mistake: the test that took its points}
     verdicts = {}
@@ -115,9 +149,12 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=()):
         if case.id not in verdicts:
             try:
                 verdicts[case.id] = case.check(results.get(case.id)), ""
-            except Exception as error:
-                verdicts[case.id] = None, (f"{case.label}: the grader could not check this output "
-                                           f"({inert(repr(error))}), through no fault of yours; please report it.")
+            except Exception as error:  # the case's label is a hidden case: in the instructor's log only
+                message, incident = grader_fault(f"the case {case.label}",
+                                                 "The grader could not check an output of this test", error)
+                if incidents is not None:
+                    incidents.append(incident)
+                verdicts[case.id] = None, message
         return verdicts[case.id]
 
     def observed(test_id=None):
@@ -254,8 +291,17 @@ class Grader:
         if tier == JOB_USERS:
             # The kit, the platform's secrets, and any copy of the answers elsewhere on the machine (a bundle
             # unpacked in another folder, the kit installed into the Python environment) that others may read.
-            hidden = users.unreadable_problem([*KIT_FOLDERS, *secrets, *self.server.users.copies()],
-                                              self.server.users.free[0])
+            try:  # checked as a job's user, leased like any job's: another grader on this machine may hold some
+                checker = self.server.users.acquire()
+            except (users.PoolFailed, OSError) as error:
+                self.server.close()
+                raise SandboxMissing(f"No job user is free on this machine ({error}): another grader holds them "
+                                     "all. Grade again when it is done, or give each grader ids of its own "
+                                     f"({users.UIDS_VARIABLE}).") from None
+            try:
+                hidden = users.unreadable_problem([*KIT_FOLDERS, *secrets, *self.server.users.copies()], checker.uid)
+            finally:
+                self.server.users.release(checker)
             if hidden:
                 self.server.close()
                 raise SandboxMissing(f"Jobs cannot run as users of their own here: {hidden}.")
@@ -326,10 +372,9 @@ class Grader:
             drawn, cases_from = (seed, seeds.describe(self.unit, seed)) if seed is not None else self.seed_of(
                 name if student is None else student)
             cases, plan = self.cases_for(drawn)
-        except Exception as error:  # the grader's fault: the row says so
-            result = _all_failed(self.unit, name, path, f"The grader could not build the hidden cases ({inert(repr(error))}), "
-                                 "through no fault of the submission; please report it.")
-            result.grader_fault, result.sandbox = True, self.tier
+        except Exception as error:  # the grader's fault: the row says so, the log says what
+            result = _fault_result(self.unit, name, path, "The grader could not build the hidden cases", error)
+            result.sandbox = self.tier
             return result
         for attempt in range(1, MACHINE_ATTEMPTS + 1):
             try:
@@ -338,14 +383,10 @@ class Grader:
                 if attempt < MACHINE_ATTEMPTS:
                     time.sleep(0.5 * attempt)
                     continue
-                result = _all_failed(self.unit, name, path, "Not graded, through no fault of the submission: the grading "
-                                     f"machine could not run it ({inert(str(error))}). Grade it again.")
-                result.grader_fault = True
+                result = _fault_result(self.unit, name, path, "Not graded: the grading machine could not run it",
+                                       error)
             except Exception as error:  # a fault of the grader's, not the student's: keep the row, say so
-                result = _all_failed(self.unit, name, path, f"The grader failed on this submission ({inert(repr(error))}), "
-                                     "through no fault of the submission; please report it.",
-                                     [inert(traceback.format_exc(limit=4))])
-                result.grader_fault = True
+                result = _fault_result(self.unit, name, path, "The grader failed on this submission", error)
             result.sandbox, result.seed, result.cases_from = self.tier, drawn, cases_from
             return result
 
@@ -353,10 +394,8 @@ class Grader:
         rubric = self.unit.rubric
         try:
             submission = load(path, self.unit.file_names)
-        except LoadError as error:
-            return _all_failed(self.unit, name, path, f"Could not read the submission: {error}")
-        except OSError as error:
-            return _all_failed(self.unit, name, path, f"Could not read the submission: {error.strerror or error}")
+        except LoadError as error:  # the loader turns what is the student's doing into a LoadError; any other
+            return _all_failed(self.unit, name, path, f"Could not read the submission: {error}")  # error is ours
         with self.machine.shared():
             outcome = run_submission(submission, plan, rubric.TASK_NAMES, self.limits, self.server)
         if outcome.load_failure:
@@ -365,10 +404,10 @@ class Grader:
             return _all_failed(self.unit, submission.name, path, f"Not graded: {outcome.load_failure}{detail}",
                                submission.skipped)
         notes = _load_notes(submission, outcome.loaded)
-        tests = []
+        tests, incidents = [], []
         for task in rubric.TASK_NAMES:
             tests.extend(score_tests(self.unit, rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
-                                     failure=outcome.failures.get(task), notes=notes))
+                                     failure=outcome.failures.get(task), notes=notes, incidents=incidents))
         fault = False
         try:
             verdicts = timing.grade_tier(self.unit, submission, {test.id for test in tests if test.passed},
@@ -377,10 +416,11 @@ class Grader:
                          for test, fraction, lines in verdicts)
         except Exception as error:  # the grader's fault, not the student's: the correctness rows stand
             fault = True
-            tests.extend(TestResult(test.id, test.task, 0, test.points, "The timing tier failed on this "
-                                    f"submission ({inert(repr(error))}), through no fault of the submission; "
-                                    "grade it again, and please report it.") for test in rubric.tests_of("timing"))
-        result = Result(submission.name, str(path), tests, notes, unit=self.unit.name)
+            message, incident = grader_fault(name, "The timing tier failed on this submission", error)
+            incidents.append(incident)
+            tests.extend(TestResult(test.id, test.task, 0, test.points, message, True)
+                         for test in rubric.tests_of("timing"))
+        result = Result(submission.name, str(path), tests, notes, unit=self.unit.name, incidents=incidents)
         result.grader_fault = fault or any(test.grader_fault for test in tests)
         return result
 
@@ -396,9 +436,8 @@ class Grader:
             try:
                 results[index] = self.grade(paths[index])
             except BaseException as error:  # grade() never raises; if it ever did, the row stays all the same
-                results[index] = _all_failed(self.unit, str(paths[index]), paths[index], "The grader failed on this "
-                                             f"submission ({inert(repr(error))}); please report it.")
-                results[index].grader_fault = True
+                results[index] = _fault_result(self.unit, str(paths[index]), paths[index],
+                                               "The grader failed on this submission", error)
             if on_result is not None:
                 on_result(index, results[index])
 

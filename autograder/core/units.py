@@ -182,14 +182,19 @@ def test_named(test_id):
         return None
 
 
+def defined_names(submission):
+    """The names a loaded submission defines with ``def``/``class`` at the start of a line (read as text, never run)."""
+    import re
+
+    pattern = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
+    return {name for chunk in submission.chunks for name in pattern.findall(chunk["source"])}
+
+
 def of_definitions(paths, most=50):
     """The one unit whose task functions the submissions define (``def``/``class`` at the start of a line), read
     as text by load() from at most ``most`` of them; None where none or several units fit equally."""
-    import re
-
     from autograder.intake.load import LoadError, expand, load
 
-    defined = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
     counts = dict.fromkeys(names(), 0)
     try:
         found = expand(paths)[:most]
@@ -197,7 +202,7 @@ def of_definitions(paths, most=50):
         return None
     for path in found:
         try:
-            seen = {name for chunk in load(path).chunks for name in defined.findall(chunk["source"])}
+            seen = defined_names(load(path))
         except (LoadError, OSError, ValueError):
             continue
         for unit in all_units():

@@ -16,7 +16,7 @@ with a LoadError that names it, never opened: files are opened with
 walked through descriptors (``dir_fd=``), and what is read is checked to be
 what the walk found. Sizes are capped before anything is read (``MAX_*``).
 Names starting with a dot (``.ipynb_checkpoints``, ``.venv``, ``.git``) are
-never graded and never entered.
+never graded and never entered; in a class folder each is listed with that reason (``class_entries``).
 
 A notebook is data: its size, nesting and number of values are checked before it
 is parsed, its structure before any field is used, and, where the ``nbformat``
@@ -789,8 +789,32 @@ def expand(paths, preferred_names=()):
 
     Nothing is followed: a link named here, or found in a class folder, is a
     submission of its own, which load() then refuses, so that it has its row.
+    What a class folder holds that is not graded is in ``class_entries``'s second list, with the reason.
     """
-    found = []
+    return class_entries(paths, preferred_names)[0]
+
+
+def _not_graded_because(name, mode):
+    """Why an entry of a class folder is not a submission, or None where it is one (it gets a row)."""
+    if name.startswith("."):
+        return ("its name starts with \".\" (hidden: checkpoints, environments, .git); the grader never grades "
+                "hidden entries. Rename it to grade it.")
+    if stat.S_ISDIR(mode) or stat.S_ISLNK(mode) or name.endswith(SUFFIXES):
+        return None  # a student's folder, or a file to grade: a link or anything not regular has a row saying why
+    if stat.S_ISREG(mode):
+        return "not a .py or .ipynb file, nor a student's folder."
+    return f"{_kind(mode)}, not a .py or .ipynb file, nor a student's folder."
+
+
+def class_entries(paths, preferred_names=()):
+    """(submissions, skipped): command-line paths turned into submission paths, as ``expand``; and, for every
+    entry of a class folder that is not one, (its path, why it is not graded), so that each entry of the folder
+    is graded or listed with its reason (dot-names, other files, named pipes).
+
+    Raises FileNotFoundError for a path that is not there, and OSError, said, for a class folder that cannot
+    be listed.
+    """
+    found, skipped = [], []
     for raw in paths:
         path = Path(raw)
         try:
@@ -803,13 +827,19 @@ def expand(paths, preferred_names=()):
         if any(os.path.lexists(path / name) for name in preferred_names):
             found.append(path)  # a single student's folder
             continue
-        for entry in sorted(path.iterdir()):
-            if entry.name.startswith("."):
-                continue
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as error:
+            raise OSError(f"the class folder {raw} cannot be listed ({error.strerror or error})") from None
+        for name in names:
+            entry = path / name
             try:
                 mode = os.lstat(entry).st_mode
             except OSError:
                 mode = stat.S_IFLNK  # gone or unreadable since it was listed: its row will say so
-            if stat.S_ISDIR(mode) or stat.S_ISLNK(mode) or entry.suffix in SUFFIXES:
+            reason = _not_graded_because(name, mode)
+            if reason is None:
                 found.append(entry)
-    return found
+            else:
+                skipped.append((entry, reason))
+    return found, skipped

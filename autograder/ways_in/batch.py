@@ -9,8 +9,11 @@ unchanged takes the grade from it instead of grading again, unless ``force``:
 so a run killed halfway is resumed by running the same command again, and
 only a changed submission, or a changed rubric, is graded again.
 
-At the end come ``grades.csv`` (a row per student, a column per test) and the
-class summary (``summary.txt``, ``summary.png``; see summary.py).
+At the end come ``grades.csv`` (a row per student, a column per test),
+``skipped.txt`` (each entry of the class folder that is not a submission, and
+why: see load.class_entries) and the class summary (``summary.txt``,
+``summary.png``; see summary.py). A grader fault's traceback goes to
+``grader-faults.log`` under its incident id, never into a student's row.
 """
 
 import hashlib
@@ -33,16 +36,19 @@ FORMAT = 2  # of the per-student JSON; a file of another format is graded again
 
 
 def unique_names(paths):
-    """A report name for each path: its submission name, numbered from the second time it is seen.
+    """A report name for each path, unique: its submission name, numbered from the second time it is seen.
 
     Names are made inert (a folder name may hold terminal escapes or newlines: see autograder/intake/inert.py).
     """
-    seen, names = {}, []
+    names, taken = [], set()
     for path in paths:
-        name = inert_line(submission_name(path), limit=120)
-        count = seen.get(name, 0)
-        seen[name] = count + 1
-        names.append(f"{name}-{count + 1}" if count else name)
+        name = candidate = inert_line(submission_name(path), limit=120)
+        count = 1
+        while candidate in taken:  # "x" seen twice is "x-2", which may be another student's own name
+            count += 1
+            candidate = f"{name}-{count}"
+        taken.add(candidate)
+        names.append(candidate)
     return names
 
 
@@ -98,6 +104,7 @@ def result_to_json(result, submission_digest, grading_digest):
     data["autograder"] = {
         "format": FORMAT, "name": result.name, "path": result.path, "notes": result.notes,
         "sandbox": result.sandbox, "grader_fault": result.grader_fault, "seed": result.seed,
+        "incidents": [incident for incident, _ in result.incidents],  # the ids; the tracebacks are in FAULT_LOG
         "cases_from": result.cases_from, "unit": result.unit,
         "submission": submission_digest, "grading": grading_digest,
         "tests": [{"id": t.id, "task": t.task, "score": t.score, "max_score": t.max_score, "output": t.output}
@@ -189,6 +196,8 @@ def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed
 
     def finished(index, result):
         result.name = names[index]
+        if result.incidents:
+            log_incidents(out, result)
         try:
             write_atomically(files[index], result_to_json(result, digests[index], grading))
         except (OSError, ValueError) as error:  # the disk, not the student: the row stays in memory and the CSV
@@ -204,8 +213,34 @@ def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed
     return results, len(paths) - len(todo)
 
 
-def write_class_files(results, out_dir):
-    """The class's files beside the JSON per student: grades.csv, then the summary (summary.txt and its picture).
+FAULT_LOG = "grader-faults.log"  # in the results folder: each grader fault's incident id and traceback
+SKIPPED = "skipped.txt"  # in the results folder: each entry of the class folder not graded, and why
+_LOG_LOCK = threading.Lock()
+
+
+def log_incidents(out_dir, result):
+    """Append ``result``'s grader faults (incident id, traceback) to the instructor's log in ``out_dir``; the
+    student's row shows the ids only. Never raises: the grader has already written them to stderr."""
+    text = "".join(f"{record}\n\n" for _, record in result.incidents)
+    try:
+        with _LOG_LOCK, open(Path(out_dir) / FAULT_LOG, "a", encoding="utf-8") as log:
+            log.write(text)
+    except OSError as error:
+        print(f"Could not write {Path(out_dir) / FAULT_LOG}: {error}", file=sys.stderr)
+
+
+def skipped_text(skipped):
+    """skipped.txt: a line per entry of the class folder that was not graded, its name and why, a tab between
+    (names are inert and on one line, so a tab never appears in one)."""
+    lines = ["# Entries of the class folder that were not graded, each with why (NAME<tab>REASON); every other "
+             "entry has a row in grades.csv."]
+    lines += [f"{inert_line(Path(path).name)}\t{reason}" for path, reason in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def write_class_files(results, out_dir, skipped=()):
+    """The class's files beside the JSON per student: grades.csv, skipped.txt (what of the class folder was not
+    graded, and why), then the summary (summary.txt and its picture).
 
     Returns the summary's paths. A summary that cannot be made is the grader's fault: summary.txt says so, and
     grades.csv is written all the same."""
@@ -213,6 +248,7 @@ def write_class_files(results, out_dir):
     from autograder.core.summary import write_summary
 
     write_atomically(Path(out_dir) / "grades.csv", grades_csv(results))
+    write_atomically(Path(out_dir) / SKIPPED, skipped_text(skipped))
     try:
         return write_summary(results, out_dir)
     except Exception as error:  # noqa: BLE001  (said where the summary would be)

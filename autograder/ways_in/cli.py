@@ -86,7 +86,7 @@ def unit_of_paths(paths, named=None):
     raise UnitUnknown(f"say which unit these submissions are of with --unit ({', '.join(units.names())}): {which}")
 
 
-def _grade(paths, args, show_feedback, sandbox, unit):
+def _grade(paths, args, show_feedback, sandbox, unit, skipped=()):
     from autograder.sandbox.server import ForkServer, resolve_sandbox
 
     started = time.monotonic()
@@ -130,7 +130,11 @@ def _grade(paths, args, show_feedback, sandbox, unit):
     finally:
         grader.close()
     # the class's files first: nothing printed below can keep them from being written
-    written = write_class_files(results, out) if out else []
+    written = write_class_files(results, out, skipped) if out else []
+    from autograder.intake.inert import inert_line
+
+    for path, reason in skipped:  # every entry of a class folder: a row, or here with its reason
+        print(f"Not graded: {inert_line(str(path))}: {reason}", file=sys.stderr)
     if args.json:
         for result in results:
             print(json.dumps(result.to_gradescope()))
@@ -147,10 +151,18 @@ def _grade(paths, args, show_feedback, sandbox, unit):
         if results:
             print(f"Sandbox: {results[0].sandbox or 'none'}.", file=sys.stderr)
         if faults:
+            from autograder.ways_in.batch import FAULT_LOG
+
+            incidents = [incident for result in results for incident, _ in result.incidents]
             print(f"{faults} submission(s) were not fully graded through a fault of the grader's (their rows say "
-                  "so)" + ("; run the same command again to grade them" if out else "") + ".", file=sys.stderr)
+                  "so, with an incident id)" + ("; run the same command again to grade them" if out else "")
+                  + f". Incidents {', '.join(incidents) or 'none recorded'}: their tracebacks are above"
+                  + (f" and in {out}/{FAULT_LOG}" if out else "") + ", for you only.", file=sys.stderr)
+        if skipped:
+            print(f"{len(skipped)} entr{'y' if len(skipped) == 1 else 'ies'} of the class folder not graded: "
+                  "listed above" + (" and in skipped.txt" if out else "") + ", each with why.", file=sys.stderr)
         if out:
-            print(f"Wrote {out}/: a JSON per student, grades.csv, "
+            print(f"Wrote {out}/: a JSON per student, grades.csv, skipped.txt, "
                   + ", ".join(path.name for path in written) + ".", file=sys.stderr)
     return results
 
@@ -206,8 +218,9 @@ def main(argv=None):
     bundle.add_argument("--course-secret", metavar="FILE",
                         help="ship this course secret in the zip: each student's hidden cases are then their own")
     bundle.add_argument("--unit", choices=units.folder_names(), default=None,
-                        help="grade every upload as this unit's assignment (by default the uploaded file's name "
-                             "tells: one Gradescope assignment per unit either way)")
+                        help="the unit (assignment) this zip grades, required: a Gradescope assignment grades one "
+                             "unit, and an upload of another unit's file scores 0 and says so "
+                             f"({', '.join(units.folder_names())})")
 
     prairie = commands.add_parser("prairielearn-bundle", help="write the image, files and questions for PrairieLearn")
     prairie.add_argument("out_dir", metavar="DIR", nargs="?", help="the folder to write them to (or --out)")
@@ -282,6 +295,10 @@ def main(argv=None):
             parser.exit(2, f"python -m autograder {args.command}: say where to write it with --out\n")
         if args.command == "gradescope-bundle":
             args.out_zip = chosen
+            if not args.unit:  # never the upload's file name: the second unit's file would score in the first
+                parser.exit(2, "python -m autograder gradescope-bundle: say which unit (assignment) the zip grades "
+                               f"with --unit ({', '.join(units.folder_names())}); a Gradescope assignment grades "
+                               "one unit, so make a zip per assignment\n")
         else:
             args.out_dir = chosen
     if args.command == "new-unit":
@@ -352,18 +369,28 @@ def main(argv=None):
                 _grade(paths, args, show_feedback=args.feedback, sandbox="off", unit=unit)
         return 0
 
-    from autograder.intake.load import expand
+    from autograder.intake.load import class_entries, expand
 
     try:
         expand(args.paths)  # a path that is not there is said first
         unit = unit_of_paths(args.paths, args.unit)
-        paths = expand(args.paths, unit.file_names)
-    except FileNotFoundError as error:
+        paths, skipped = class_entries(args.paths, unit.file_names)
+    except OSError as error:  # not there, or a class folder that cannot be listed
         parser.exit(2, f"python -m autograder grade: {error}\n")
     except UnitUnknown as error:
         parser.exit(2, f"python -m autograder grade: {error}\n")
     if not paths:
-        parser.exit(2, "python -m autograder grade: no .py, .ipynb or student folder found in the paths given\n")
+        from autograder.intake.inert import inert_line
+
+        listed = "".join(f"\n  {inert_line(path.name)}: {reason}" for path, reason in skipped)
+        if skipped and args.out:  # each entry listed with why, there too
+            from autograder.ways_in.batch import SKIPPED, skipped_text
+            from autograder.core.report import write_atomically
+
+            Path(args.out).mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomically(Path(args.out) / SKIPPED, skipped_text(skipped))
+        parser.exit(2, "python -m autograder grade: no .py, .ipynb or student folder found in the paths given"
+                       f"{listed}\n")
     from autograder.core import seeds
     from autograder.sandbox.server import SandboxMissing
 
@@ -375,7 +402,7 @@ def main(argv=None):
 
         choice = {"strongest": "required", "bubblewrap": BUBBLEWRAP, "users": JOB_USERS}[args.sandbox]
         _grade(paths, args, show_feedback=args.feedback or len(paths) == 1,
-               sandbox="off" if args.unsandboxed else choice, unit=unit)
+               sandbox="off" if args.unsandboxed else choice, unit=unit, skipped=skipped)
     except SandboxMissing as error:
         parser.exit(2, f"python -m autograder grade: {error}\n")
     except seeds.SecretProblem as error:

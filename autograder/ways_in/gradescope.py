@@ -1,7 +1,8 @@
 """Gradescope: the autograder zip, and what runs in it for each submission.
 
-Making the zip (on the instructor's machine): ``main_bundle("autograder.zip")``
-(``python -m autograder gradescope-bundle autograder.zip``) writes, at the top
+Making the zip (on the instructor's machine): ``main_bundle("autograder.zip", unit="positional_encodings")``
+(``python -m autograder gradescope-bundle autograder.zip --unit positional_encodings``; without ``--unit`` the
+command refuses, exit status 2: a zip grades one unit, the assignment it is uploaded to) writes, at the top
 level of the zip, ``setup.sh``, ``run_autograder`` and the kit's source needed
 to grade: the ``autograder`` and ``solutions`` packages (their ``.py`` files,
 the same set ``pip install .`` would ship), ``pyproject.toml`` and the README.
@@ -29,16 +30,19 @@ In Gradescope's container (Ubuntu, run as root; the zip unpacked into
   (tests/test_platform_containers.py). It always leaves a
   ``results/results.json``, if need be one it writes itself.
 
-``run(root)`` grades the file in ``ROOT/submission`` (``positional_encodings.ipynb``
-or ``.py``, at any depth; see ``load.find_submission_file``) with the kit's
+``run(root)`` grades the file in ``ROOT/submission`` (``<unit>.ipynb`` or ``.py``, the unit that
+run_autograder's ``AUTOGRADER_UNIT`` names, at any depth; see ``load.find_submission_file``) with the kit's
 ``Grader`` and writes ``ROOT/results/results.json`` in Gradescope's schema: every
 rubric test with its points, status, feedback and ``visibility``, and a top-level
 ``output`` that says which file was graded, how the code ran and what to read.
 Every outcome writes a results.json and exits 0, so that Gradescope shows it: no
 file to grade (score 0, naming the file names expected), several candidates, a
-notebook that is not JSON, code that crashes, and a fault of the grader's own
-(score 0, "tell your instructor"; the traceback goes to the instructor's stdout
-log, which students are then not shown since it may quote the hidden cases).
+notebook that is not JSON, code that crashes, an upload of another unit's file
+(score 0, naming this assignment and the file it expects; see
+``platform.wrong_assignment``), and a fault of the grader's own (score 0, a plain
+sentence with an incident id; the traceback goes to the instructor's log under
+that id, and the log is then not shown to students since it may quote the
+hidden cases).
 
 What a student sees when: each rubric test says (``rubric.Test.visibility`` and
 ``details``) when its score shows and when the feedback that quotes a hidden
@@ -70,14 +74,13 @@ import os
 import stat
 import sys
 import time
-import traceback
 import zipfile
 from pathlib import Path
 
 from autograder.core import units
 from autograder.ways_in.platform import (COURSE_SECRET, KIT, TELL_INSTRUCTOR, UNSANDBOXED_VARIABLE, course_secret_in,
                                          entry_script, grade_upload, not_graded, setup_script, source_files,
-                                         unit_of_upload, untracked, without_the_case, write_results)
+                                         unit_named, untracked, without_the_case, write_results)
 
 # What grading needs, as pyproject.toml's packages: each folder's .py files, not deeper; every unit's folder
 # and its cases (a unit is a package of autograder/units).
@@ -93,16 +96,15 @@ def _fallback_json():
                        "stdout_visibility": "hidden", "tests": []})
 
 
-UNIT_VARIABLE = "AUTOGRADER_UNIT"  # the unit a bundle grades; without it, the upload's file name tells
+UNIT_VARIABLE = "AUTOGRADER_UNIT"  # the unit a bundle grades; without it, nothing is graded
 
 
-def run_script(unsandboxed=False, unit=None):
-    """run_autograder; with ``unsandboxed`` it grades without a sandbox where none can run; with ``unit`` (a
-    name) every upload is graded as that unit's assignment."""
+def run_script(unit, unsandboxed=False):
+    """run_autograder for ``unit`` (a name): every upload is graded as that unit's assignment; with
+    ``unsandboxed`` it grades without a sandbox where none can run."""
     line = f"export {UNSANDBOXED_VARIABLE}=1" if unsandboxed else \
         f"# export {UNSANDBOXED_VARIABLE}=1  # grade UNSANDBOXED where no sandbox can run: trusted code only"
-    if unit:
-        line += f"\nexport {UNIT_VARIABLE}={units.get(unit).name}  # the assignment this bundle grades"
+    line += f"\nexport {UNIT_VARIABLE}={units.get(unit).name}  # the assignment this bundle grades"
     return entry_script(
         "run_autograder",
         "# Gradescope runs this for each submission, as root, in /autograder. It grades /autograder/submission\n"
@@ -120,12 +122,16 @@ def _add(archive, name, data, executable=False):
     archive.writestr(info, data)
 
 
-def main_bundle(out_zip, unsandboxed=False, kit=KIT, course_secret_file=None, unit=None):
-    """Write the Gradescope autograder zip to ``out_zip``; returns its path.
+def main_bundle(out_zip, *, unit, unsandboxed=False, kit=KIT, course_secret_file=None):
+    """Write the Gradescope autograder zip for ``unit`` (its name) to ``out_zip``; returns its path.
+
+    A zip grades one unit, the assignment it is uploaded to: an upload of another unit's file scores 0 and
+    says which file this assignment expects (a KeyError names the units where ``unit`` is none of them).
 
     ``course_secret_file``: the course secret to ship in the zip (it lands in /autograder/source, which only
     root reads), so that each student's hidden cases are their own."""
     out_zip = Path(out_zip)
+    unit = units.get(unit if isinstance(unit, str) else unit.name).name
     files = source_files(kit)
     missing = [name for name in ("autograder/ways_in/gradescope.py", "autograder/core/grade.py", "pyproject.toml",
                                  *(str(unit.reference_path.relative_to(units.ROOT)) for unit in units.all_units()))
@@ -140,7 +146,7 @@ def main_bundle(out_zip, unsandboxed=False, kit=KIT, course_secret_file=None, un
     partial = out_zip.with_name(out_zip.name + ".partial")
     with zipfile.ZipFile(partial, "w") as archive:
         _add(archive, "setup.sh", setup_script(pyproject), executable=True)
-        _add(archive, "run_autograder", run_script(unsandboxed, unit), executable=True)
+        _add(archive, "run_autograder", run_script(unit, unsandboxed), executable=True)
         for name in files:
             _add(archive, name, (kit / name).read_bytes())
         if course_secret_file:
@@ -248,22 +254,25 @@ def gradescope_identity(metadata_path):
 
 def _grade(root):
     """results.json's content for the submission in ``ROOT/submission``."""
-    result, shown, warning, sandboxed = grade_upload(root / "submission", secrets_of(root),
+    unit = unit_named(os.environ.get(UNIT_VARIABLE, ""))
+    if unit is None:  # never the upload's own name: another unit's finished file would score in full
+        return to_results(not_graded(
+            f"Not graded: this autograder does not say which assignment it grades. {TELL_INSTRUCTOR}\n(For the "
+            f"instructor: run_autograder sets no known {UNIT_VARIABLE}; make the zip again with `python -m "
+            f"autograder gradescope-bundle --unit UNIT`, UNIT one of {', '.join(units.names())}.)"))
+    result, shown, warning, sandboxed = grade_upload(root / "submission", unit, secrets_of(root),
                                                      student=gradescope_identity(root / "submission_metadata.json"),
-                                                     course_secret=course_secret_in(root / "source"),
-                                                     unit=os.environ.get(UNIT_VARIABLE) or None)
-    return to_results(result, shown, sandboxed=sandboxed, warning=warning)
+                                                     course_secret=course_secret_in(root / "source"))
+    results = to_results(result, shown, sandboxed=sandboxed, warning=warning)
+    if result.grader_fault:  # its log (stdout and stderr) holds the fault's traceback: for the instructor
+        results["stdout_visibility"] = "hidden"
+    return results
 
 
-def _crashed(root=None):
-    """results.json for a fault of the grader's own; the stdout that holds its traceback is not shown to students.
-    Its tests are those of the upload's unit, at 0, where the unit can still be told."""
-    try:
-        unit = unit_of_upload(Path(root) / "submission", os.environ.get(UNIT_VARIABLE) or None) if root else None
-    except Exception:
-        unit = None
-    results = to_results(not_graded(f"The grader failed while grading your submission. {TELL_INSTRUCTOR}",
-                                     unit=unit))
+def _crashed(message):
+    """results.json for a fault of the grader's own (``message``: what the student reads, with the incident id);
+    the log that holds its traceback is not shown to students. Its tests are the bundle's unit's, at 0."""
+    results = to_results(not_graded(message, unit=unit_named(os.environ.get(UNIT_VARIABLE, ""))))
     results["stdout_visibility"] = "hidden"
     return results
 
@@ -276,9 +285,12 @@ def run(root=None):
     try:
         results = _grade(root)
         json.dumps(results, allow_nan=False)  # a NaN score would make the file unreadable: the grader's fault
-    except Exception:
-        traceback.print_exc(file=sys.stdout)  # for the instructor's log (hidden from students: see _crashed)
-        results = _crashed(root)
+    except Exception as error:
+        from autograder.core.grade import grader_fault
+
+        # The traceback to the instructor's log (hidden from students: see _crashed), the id to the student.
+        message, _ = grader_fault("the upload", "The grader failed while grading your submission", error)
+        results = _crashed(message)
     results["execution_time"] = round(time.monotonic() - started)
     return write_results(root, results)
 

@@ -168,42 +168,60 @@ def _expected(unit):
     return " or ".join(name for one in chosen for name in reversed(one.file_names))
 
 
-def unit_of_upload(submission, unit=None):
-    """The unit to grade ``submission`` (a folder) as: ``unit`` where the bundle names one, else the unit whose
-    module name one uploaded file has (``rotary_alibi.ipynb``), else the one whose functions the upload defines,
-    else the course's first unit (an empty upload is then graded 0 out of that unit's points)."""
-    if unit is not None:
-        return units.get(unit) if isinstance(unit, str) else unit
-    from autograder.intake.load import regular_files
-
+def unit_named(name):
+    """The unit called ``name`` (the one a bundle or a question was made for), or None where it names none."""
+    if not isinstance(name, str):
+        return name
     try:
-        named = {found for path in regular_files(submission) if (found := units.of_file_name(path.parts[-1]))}
-    except (LoadError, OSError):
-        named = set()
-    if len(named) == 1:
-        return named.pop()
-    try:  # files of other names: the unit whose functions they define; else the course's first unit
-        guessed = units.of_definitions([submission])
-    except Exception:
-        guessed = None
-    return guessed or units.all_units()[0]
+        return units.get(name.strip()) if name.strip() else None
+    except KeyError:
+        return None
 
 
-def _find_file(submission, unit=None):
-    """The file to grade in ``submission``, or a Result that says why there is none."""
+def wrong_assignment(unit, uploaded, whose, functions=()):
+    """What a student reads who uploaded another unit's file (``whose``: that unit's name): which assignment this
+    is and the file it expects; ``functions``, where the file is the other's by what it defines."""
+    which = (f"{uploaded}, which defines {', '.join(functions)}: the {whose} assignment's functions, and none of "
+             "this one's" if functions else f"{uploaded}, which is the {whose} assignment's")
+    return (f"This is the {unit.name} assignment: upload {unit.module_name}.ipynb or .py; you uploaded {which}. "
+            "Nothing was graded.")
+
+
+def _other_unit_defined(unit, submission, shown):
+    """A Result refusing ``submission`` (as loaded) where it defines none of ``unit``'s functions and some of
+    another unit's (the other assignment's finished file, renamed); None otherwise. Such a file would score 0
+    anyway: this says why, and which file to upload."""
+    defined = units.defined_names(submission)
+    if defined & set(unit.rubric.TASK_OF_FUNCTION):
+        return None
+    for other in units.all_units():
+        functions = sorted(defined & set(other.rubric.TASK_OF_FUNCTION))
+        if other.name != unit.name and functions:
+            return not_graded(wrong_assignment(unit, inert_line(str(shown)), other.name, functions),
+                              submission.name, submission.path, unit)
+    return None
+
+
+def _find_file(submission, unit):
+    """The file to grade in ``submission``, or a Result that says why there is none (another unit's file
+    among them: see wrong_assignment)."""
     if not submission.is_dir():
         return None, not_graded(f"No submission folder was found at {submission}. {TELL_INSTRUCTOR}", unit=unit)
     from autograder.intake.load import regular_files, shown_name
 
     try:  # the upload is the student's: walked without following a link, anything not a regular file refused
-        uploaded = [shown_name(path.parts) for path in regular_files(submission)]
+        files = regular_files(submission)
     except LoadError as error:
         return None, not_graded(f"Not graded: {error}", unit=unit)
+    uploaded = [shown_name(path.parts) for path in files]
     listing = (", ".join(uploaded[:10]) + (f" and {len(uploaded) - 10} more" if len(uploaded) > 10 else "")) \
         if uploaded else "nothing"
-    if unit is None:
-        return None, not_graded(f"Could not tell which assignment this is: upload your {_expected(None)}."
-                                 f"\nYou uploaded: {listing}.")
+    names = [path.parts[-1] for path in files]
+    others = [(shown, other) for path, shown in zip(files, uploaded)
+              if (other := units.of_file_name(path.parts[-1])) is not None and other.name != unit.name]
+    if others and not set(names) & set(unit.file_names):  # only another unit's file: never graded as this one
+        shown, other = others[0]
+        return None, not_graded(wrong_assignment(unit, inert_line(shown), other.name), unit=unit)
     try:
         return find_submission_file(submission, unit.file_names), None
     except LoadError as error:
@@ -226,7 +244,7 @@ def without_the_case(feedback, rubric_test, when):
                                     f"Which case, and expected against got, is {when}."]))
 
 
-def grade_upload(submission_dir, secrets=(), platform="Gradescope", student=None, course_secret=None, unit=None):
+def grade_upload(submission_dir, unit, secrets=(), platform="Gradescope", student=None, course_secret=None):
     """Grade the file in ``submission_dir`` as a platform does: (Result, the file's path shown, warning, sandboxed).
 
     ``student`` is the submission's identity on the platform and ``course_secret`` the course's (bytes), from
@@ -234,22 +252,29 @@ def grade_upload(submission_dir, secrets=(), platform="Gradescope", student=None
     ``secrets``: what no job may read beyond the kit (the platform's tests, results, metadata). The
     sandbox is the strongest the container allows (sandbox.resolve_sandbox); where there is none, the
     submission is not graded (a Result that says so) unless the instructor set UNSANDBOXED_VARIABLE.
-    ``unit`` (a name) is the assignment's unit where the bundle names one; else the upload's name tells.
+    ``unit`` (a Unit or its name) is the assignment's, as the bundle or the question names it, never the
+    upload's: an upload of another unit's file (by its name, or by the functions it defines) is not graded,
+    and the Result says which assignment this is and which file it expects.
     """
     from autograder.core.grade import Grader
     from autograder.sandbox.server import SandboxMissing
 
-    unit = unit_of_upload(submission_dir, unit)
+    unit = unit_named(unit)
+    if unit is None:  # each platform says first what its instructor must do (gradescope, prairielearn)
+        raise ValueError("grade_upload needs the assignment's unit")
     path, refusal = _find_file(submission_dir, unit)
     if refusal is not None:
         return refusal, None, "", False
     shown = path.relative_to(submission_dir)
     print(f"Grading {inert_line(str(shown))}")
     try:
-        load(path, unit.file_names)  # a notebook that is not JSON, a file that is not UTF-8: said before anything starts
+        submission = load(path, unit.file_names)  # a notebook that is not JSON, a file that is not UTF-8: said first
     except (LoadError, OSError) as error:
         message = str(error) if isinstance(error, LoadError) else f"{shown}: {error.strerror or error}"
         return not_graded(f"Could not read your file. {message}", path.stem, path, unit), None, "", False
+    refusal = _other_unit_defined(unit, submission, shown)
+    if refusal is not None:
+        return refusal, None, "", False
     warning = ""
     try:
         grader = Grader(unit, sandbox="required", secrets=secrets, course_secret=course_secret)

@@ -12,17 +12,22 @@ What the instructor gets, from ``python -m autograder prairielearn-bundle OUT`` 
   reference, no hidden case), so it may be pushed to a public registry, as PrairieLearn needs.
 * ``OUT/serverFilesCourse/positional_encodings_kit/``: the kit's grading source and the entry point
   ``run_prairielearn``. It goes into the course's ``serverFilesCourse/``, which students never see.
-* ``OUT/questions/<unit>/``: a question per unit that uses both (``info.json``, ``question.html``, an empty
-  ``tests/``), to copy into the course's ``questions/``.
+* ``OUT/questions/<unit>/``: a question per unit that uses both (``info.json``, ``question.html``, and
+  ``tests/unit``, the unit's name), to copy into the course's ``questions/``.
 
 In the container, ``run_prairielearn`` makes everything below /grade but the student's files root's
 alone, then runs ``python -m autograder.ways_in.prairielearn /grade`` (``run`` below), which grades the file in
 ``/grade/student`` exactly as the Gradescope bundle does (``platform.grade_upload``: the strongest
-sandbox the container allows, tier C under Docker's defaults) and writes results.json in PrairieLearn's
+sandbox the container allows, tier C under Docker's defaults) as the unit the question names (its
+``tests/unit``, which PrairieLearn copies to ``/grade/tests/unit``; never the upload's own name) and writes
+results.json in PrairieLearn's
 format: ``gradable``, ``score`` in [0, 1], ``message``, ``output`` and ``tests`` (``name``,
 ``description``, ``points``, ``max_points``, ``message``, ``output``). A submission with no file to
-grade, or one that cannot be read, is ``gradable: false`` with a message that says why, so that it
-costs the student no attempt; so is a fault of the grader's own.
+grade, one that cannot be read, or another unit's file (by its name, or by the functions it defines: the
+other assignment's finished file renamed), is ``gradable: false`` with a message that says why (which
+assignment this is and the file it expects), so that it costs the student no attempt; so is a fault of
+the grader's own, whose message is a plain sentence with an incident id (the traceback is in the job's log,
+for the instructor, under that id). A question without ``tests/unit`` grades nothing and says so.
 
 PrairieLearn shows a grading result at once, with no date of its own for feedback: where the rubric
 shows a test's details later than its score (``rubric.Test.details``), the test's message says what
@@ -34,7 +39,6 @@ import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import uuid
@@ -45,6 +49,7 @@ from autograder.core import units
 DEFAULT_ROOT = "/grade"
 DEFAULT_VENV = "/opt/positional-encodings-kit/venv"
 KIT_FOLDER = "positional_encodings_kit"  # its name in the course's serverFilesCourse
+UNIT_FILE = "unit"  # in the question's tests/ (PrairieLearn's /grade/tests/): the unit the question grades
 
 DOCKERFILE = """\
 # The grading image for PrairieLearn (made by `python -m autograder prairielearn-bundle`). It holds Python,
@@ -96,7 +101,7 @@ FIRST_UUID = "6f3c2a9e-5d1b-4c7a-9e2f-8b4d1a7c3e50"  # the first unit's question
 
 def question_info(image, unit):
     """A unit's question's info.json: external grading with the kit's image, entry point and serverFilesCourse.
-    The upload's file name tells the entry point which unit it is."""
+    The question's ``tests/unit`` (UNIT_FILE) tells the entry point which unit it is."""
     return {
         "uuid": FIRST_UUID if unit.rubric.ORDER == 1 else str(uuid.uuid5(uuid.UUID(FIRST_UUID), unit.name)),
         "title": f"{unit.title}: the whole assignment",
@@ -131,7 +136,9 @@ def main_bundle(out_dir, image="YOUR_NAME/positional-encodings-grader", kit=plat
     for unit in units.all_units():  # a question per unit: questions/<unit>/
         written[f"questions/{unit.name}/info.json"] = json.dumps(question_info(image, unit), indent=2) + "\n"
         written[f"questions/{unit.name}/question.html"] = QUESTION_HTML.format(name=unit.module_name)
-        written[f"questions/{unit.name}/tests/README"] = "Empty: the kit's hidden tests come from serverFilesCourse.\n"
+        written[f"questions/{unit.name}/tests/README"] = (
+            f"The kit's hidden tests come from serverFilesCourse; {UNIT_FILE} names the unit this question grades.\n")
+        written[f"questions/{unit.name}/tests/{UNIT_FILE}"] = unit.name + "\n"
     for name, text in written.items():
         target = out_dir / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -191,13 +198,33 @@ def variant_identity(data_path):
     return f"prairielearn-variant:{seed}" if isinstance(seed, (int, str)) and str(seed) else None
 
 
+def question_unit(tests_folder):
+    """The unit the question names in its ``tests/unit`` (the question's, not the student's), or None."""
+    path = Path(tests_folder) / UNIT_FILE
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 200:
+            return None
+        return platform.unit_named(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def _grade(root):
+    unit = question_unit(root / "tests")
+    if unit is None:  # never the upload's own name: another unit's finished file would score in full
+        return not_gradable(
+            f"Not graded: this question does not say which assignment it grades. {platform.TELL_INSTRUCTOR}\n(For "
+            f"the instructor: the question's tests/{UNIT_FILE} is missing or names no unit; copy the question "
+            "from `python -m autograder prairielearn-bundle`'s questions/ folder, with its tests/.)")
     result, shown, warning, sandboxed = platform.grade_upload(
-        root / "student", [root / "serverFilesCourse", root / "tests", root / "data", root / "results"],
+        root / "student", unit, [root / "serverFilesCourse", root / "tests", root / "data", root / "results"],
         platform="PrairieLearn", student=variant_identity(root / "data" / "data.json"),
         course_secret=platform.course_secret_in(root / "serverFilesCourse" / KIT_FOLDER))
-    if shown is None:  # nothing graded: no file, an unreadable one, or no sandbox
+    if shown is None:  # nothing graded: no file, an unreadable one, another unit's, or no sandbox
         return not_gradable("\n".join(result.notes))
+    if result.grader_fault:  # the grader's fault costs no attempt; the student reads the incident ids only
+        said = [*result.notes, *(test.output for test in result.tests if test.grader_fault)]
+        return not_gradable("\n".join(dict.fromkeys(said)))
     return to_results(result, shown, sandboxed, warning)
 
 
@@ -209,9 +236,12 @@ def run(root=None):
     try:
         results = _grade(root)
         json.dumps(results, allow_nan=False)
-    except Exception:
-        traceback.print_exc(file=sys.stdout)  # the grading job's log, for the instructor
-        results = not_gradable(f"The grader failed while grading your submission. {platform.TELL_INSTRUCTOR}")
+    except Exception as error:
+        from autograder.core.grade import grader_fault
+
+        # The traceback to the grading job's log, for the instructor; the incident id to the student.
+        results = not_gradable(grader_fault("the upload", "The grader failed while grading your submission",
+                                            error)[0])
     print(f"Graded in {time.monotonic() - started:.1f} s")
     return platform.write_results(root, results)
 
