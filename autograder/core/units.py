@@ -21,6 +21,7 @@ of this through it; a new unit adds files and edits none of the core.
 import functools
 import importlib
 import pkgutil
+import re
 from functools import cached_property
 from pathlib import Path
 
@@ -182,12 +183,12 @@ def test_named(test_id):
         return None
 
 
+_DEFINED = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
+
+
 def defined_names(submission):
     """The names a loaded submission defines with ``def``/``class`` at the start of a line (read as text, never run)."""
-    import re
-
-    pattern = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
-    return {name for chunk in submission.chunks for name in pattern.findall(chunk["source"])}
+    return {name for chunk in submission.chunks for name in _DEFINED.findall(chunk["source"])}
 
 
 def of_definitions(paths, most=50):
