@@ -772,7 +772,9 @@ def test_pathological_json_is_refused_quickly(data):
 
 
 def test_validation_costs_a_small_fraction_of_a_grade(tmp_path):
-    """A course notebook with a picture in every code cell loads in a few ms (grading takes about 0.4 s)."""
+    """A course notebook with a picture in every code cell: loading it (JSON, nbformat's schema, the structural
+    checks) costs a small multiple of parsing its JSON alone, measured side by side in the same run (about 4.5x
+    here, a few tens of ms, where grading takes about 0.4 s). A ratio, not a time: the machine's load moves both."""
     notebook = course_notebook()
     picture = codecs.encode(random.Random(0).randbytes(60_000), "base64").decode()
     for cell in notebook["cells"]:
@@ -782,12 +784,17 @@ def test_validation_costs_a_small_fraction_of_a_grade(tmp_path):
     path = tmp_path / "positional_encodings.ipynb"
     path.write_text(json.dumps(notebook, indent=1))
     load(path)  # nbformat imported and its schema compiled once per process
-    times = []
-    for _ in range(5):
+    loading, parsing = [], []
+    for _ in range(7):  # interleaved, so that a busy moment slows both
         started = time.perf_counter()
         load(path)
-        times.append(time.perf_counter() - started)
-    assert min(times) < 0.04, f"loading a {path.stat().st_size / 1e6:.1f} MB notebook took {min(times):.3f} s"
+        loading.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        json.loads(path.read_bytes())
+        parsing.append(time.perf_counter() - started)
+    ratio = min(loading) / min(parsing)
+    assert ratio < 12, (f"loading a {path.stat().st_size / 1e6:.1f} MB notebook took {min(loading):.3f} s, "
+                        f"{ratio:.1f}x parsing its JSON ({min(parsing):.3f} s)")
 
 
 # The student's copy (notebook_loader.py) works without nbformat, with the same structural checks.
