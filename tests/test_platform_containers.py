@@ -32,6 +32,7 @@ from conftest import UNIT, notebook
 from red_team_corpus import corpus
 from test_gradescope import assert_gradescope_schema
 from test_timing_tier import ROW_LOOP
+from timing_attacks import RESTARTS_THE_HIGH_WATER_MARK, SLOW_BUT_PRECOMPUTED, forged
 
 SUBMISSION = "/autograder/submission/positional_encodings.py"
 # Containers at once: two for honest submissions, whose timing verdicts are compared with the host's; more for
@@ -123,6 +124,10 @@ def sample_class(folder):
     traces = folder / f"traces-{uuid.uuid4().hex[:8]}"
     attacks = corpus(traces)
     files.update({f"attack_{name}": stub + "\n" + attack.source for name, attack in attacks.items()})
+    reference = files["reference"]  # the timing tier's own attacks: the reference, made to win timing points
+    files.update({"timing_forged": forged(reference, ("json.loads",), ("json.dumps", "builtins.float"), mode=True),
+                  "timing_precomputed": reference + SLOW_BUT_PRECOMPUTED,
+                  "timing_restarts": reference + RESTARTS_THE_HIGH_WATER_MARK})
     return files, attacks
 
 
@@ -143,11 +148,12 @@ def graded(image, tmp_path_factory):
 
     runs = {}
     for names, at_once in ((ONE_BY_ONE, HONEST_AT_ONCE),
-                           (longest_first(name for name in files if name.startswith("attack_")), HOSTILE_AT_ONCE)):
+                           (longest_first(name for name in files if name.startswith(("attack_", "timing_"))),
+                            HOSTILE_AT_ONCE)):
         with ThreadPoolExecutor(at_once) as pool:
             runs.update(pool.map(in_container, names))
     paths = []  # the host grades the sample class (the corpus it grades in test_red_team.py, with short limits)
-    for name, text in ((name, text) for name, text in files.items() if not name.startswith("attack_")):
+    for name, text in ((name, text) for name, text in files.items() if not name.startswith(("attack_", "timing_"))):
         path = folder / "host" / f"{name}.py"
         path.parent.mkdir(exist_ok=True)
         path.write_text(text)
@@ -212,6 +218,21 @@ def test_every_attack_scores_0_and_is_contained_in_the_container(graded, name):
         assert "ESCAPED" not in said, said[:3000]
     running, files = leftovers_of(ran)
     assert running == [] and files == [], (running, files)
+
+
+@pytest.mark.parametrize("name, timing_points", [("timing_forged", False), ("timing_precomputed", False),
+                                                 ("timing_restarts", True)])
+def test_the_timing_tier_s_figures_are_the_work_s_own_in_the_container(graded, name, timing_points):
+    """Tier C, in Docker's default container: a forged sample (patched json and float, a torch function mode)
+    and work hidden in the input draw get no timing points; opening clear_refs and exec are refused (the path
+    carries on, and keeps its points). tests/test_timing_integrity.py shows each on the host."""
+    _, _, runs, _ = graded
+    results = results_of(runs[name])
+    shaw = next(test for test in results["tests"] if test["name"] == "shaw_speed")
+    if timing_points:
+        assert shaw["score"] == shaw["max_score"], shaw.get("output")
+    else:
+        assert shaw["score"] == 0, shaw.get("output")
 
 
 def test_the_hidden_cases_are_out_of_sight_until_the_due_date(graded):

@@ -16,23 +16,25 @@ from autograder.core.grade import Grader
 from autograder.sandbox import limits
 from conftest import UNIT
 
-# At import, the submission wraps the torch function that the grader's job draws the timing inputs with: every
-# input draw then pauses, outside the timed call (only calls given a generator, as the input draw is: none of the
-# correctness cases goes through it).
+# At import, the submission wraps the torch method that the grader's job makes the timing inputs with (each
+# input tensor goes through Tensor.to: the pool at setup, and each call's inputs in the call): every input draw then
+# pauses. Before the inputs were made in the timed call, those pauses fell outside it and kept full points; now
+# they are timed too, and the budget still bounds how long the whole tier holds the machine (only tensors the size
+# of the timing inputs pause: none of the correctness cases is that large).
 PAUSE_IN_THE_INPUT_DRAW = """
 
 import time as _time
 import torch as _torch
-_randn = _torch.randn
+_to = _torch.Tensor.to
 
 
-def _slow_randn(*args, **kwargs):
-    if "generator" in kwargs:
+def _slow_to(self, *args, **kwargs):
+    if self.numel() >= 2 ** 14:
         _time.sleep({seconds})
-    return _randn(*args, **kwargs)
+    return _to(self, *args, **kwargs)
 
 
-_torch.randn = _slow_randn
+_torch.Tensor.to = _slow_to
 """
 PAUSE_AT_IMPORT = """
 

@@ -7,6 +7,26 @@ fails closed on a binding it cannot read (``exec``, ``globals()``, ``sys.modules
 worded for the student. The grader uses it on the trusted side; the student's visible checks use the
 same code in ``checks.py`` (``python -m autograder build`` puts it there), so it imports only the
 standard library.
+
+It reads only the submission's own text, so every name that the timed path reaches, or that code run
+while the submission loads uses, must resolve either to that text (which is then read) or to a trusted
+library that the job cannot have written (``_TRUSTED_LIBRARIES``: the public modules of Python's
+standard library, torch, numpy, einops and matplotlib; the job runs ``python -I`` and cannot write where they
+live). Anything else fails closed, as a "refused" finding that says what the check could not read:
+
+* a name that comes from any other module (``import helpers``, ``from helpers import f``,
+  ``from helpers import *``, a module imported inside a function), or from a private part of a trusted
+  one (``torch._C``, ``_imp``): its code is not in the submission;
+* a change to where Python looks for modules (``sys.path``, ``sys.meta_path``, ``sys.path_hooks``,
+  ``site``, ``sys.modules``, ``importlib``...), anywhere in code that runs: it could load a module that the
+  job wrote, under any name, a trusted one included;
+* the parts of the trusted libraries that make code, load it or fetch it by a name that is not written
+  out (``_REFUSED_PATHS``: exec, compile, runpy, marshal, pickle, ``types.FunctionType``, ctypes,
+  ``torch.load``, ``torch.fx``, ``operator.attrgetter``, ``getattr`` with a computed name...).
+
+A module outside the submission that is imported but never used by code that runs is no finding. In a
+notebook kernel's history (what ``assert_no_loops`` reads there), the course's own cells are among the
+sources, and the modules they use (``_COURSE_MODULES``: matplotlib, the kit's checks...) are trusted too.
 """
 
 import ast
@@ -32,8 +52,11 @@ def loops_in(sources, names):
     (every method), assignments of every kind, aliases, lambdas, decorators
     (their own code too), ``functools.partial``, containers, attributes of
     objects defined in the source, and every name that reachable code uses.
-    Imported libraries are not read, but a change the source makes to one
-    (``torch.gather = my_gather``) is followed.
+    Trusted libraries (``_TRUSTED_LIBRARIES`` and the standard library) are not
+    read, but a change the source makes to one (``torch.gather = my_gather``)
+    is followed; a name that code which runs takes from any other module
+    (``import helpers``, ``from helpers import *``) is refused: its code is not
+    in ``sources``.
     """
     return [text for _, text in _loop_findings(sources, names)]
 
@@ -94,7 +117,7 @@ def _sources_of(function):
     # In Jupyter the code has no file; IPython keeps the text of every cell run so far, in order.
     history = namespace.get("_ih")
     if isinstance(history, list) and any(isinstance(cell, str) and cell.strip() for cell in history):
-        return [(f"cell {number}", cell) for number, cell in enumerate(history) if isinstance(cell, str)]
+        return _KernelHistory((f"cell {number}", cell) for number, cell in enumerate(history) if isinstance(cell, str))
     module = inspect.getmodule(inner) or sys.modules.get(namespace.get("__name__", ""))
     try:
         return [("", inspect.getsource(module))]
@@ -124,6 +147,23 @@ _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.As
     (ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _TRIES = (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 _ADVICE = "define the function with def and call it by its name"
+_ADVICE_OUTSIDE = ("the check reads only your submission's own code: define the function in your submission with def "
+                   "and call it by its name, and use no module but torch, numpy, einops, matplotlib and Python's standard library")
+# Libraries the check trusts without reading them, besides the public modules of the standard library: the job
+# cannot have written them (it runs with ``python -I``, and a change to where Python looks for modules is refused).
+# A name from any other module is refused when code that runs reaches it. Keep this set small: each library in it
+# is one whose functions the check takes on trust to hold no Python loop over positions.
+_TRUSTED_LIBRARIES = frozenset({"torch", "numpy", "einops", "matplotlib"})  # installed, read-only in every job
+# The course's own modules, which its read-only and hidden notebook cells use: trusted only in a kernel's history
+# (``_KernelHistory``), where those cells are among the sources; never in the submission's own text.
+_COURSE_MODULES = frozenset({"checks", "capstone", "matplotlib", "autograder"})
+# The standard library's modules where ``sys.stdlib_module_names`` (Python 3.10+) is missing: those a score path or
+# a notebook may use; the rest of the standard library then counts as outside the submission.
+_STDLIB_FALLBACK = frozenset({
+    "__future__", "abc", "argparse", "array", "ast", "bisect", "builtins", "cmath", "collections", "contextlib",
+    "copy", "dataclasses", "decimal", "enum", "fractions", "functools", "gc", "heapq", "inspect", "io",
+    "itertools", "json", "math", "numbers", "operator", "os", "pathlib", "random", "re", "statistics", "string",
+    "sys", "threading", "time", "types", "typing", "warnings", "weakref"})
 _HIDDEN_LOOPS = {"builtins.map", "builtins.filter", "functools.reduce", "itertools.starmap", "itertools.accumulate"}
 _CALLED_ON_CALL = ("__init__", "__new__", "__call__", "forward")  # what calling a class or its instance runs
 _MUTATORS = {"update", "setdefault", "append", "extend", "insert", "add", "__setitem__", "__iadd__", "__ior__",
@@ -136,6 +176,7 @@ _REFUSED_BUILTINS = {
     "vars": "reaches names through vars()",
     "locals": "reaches names through locals()",
     "__import__": "imports a module by name with __import__(...)",
+    "breakpoint": "calls a hook that the environment names, with breakpoint()",
 }
 _REFUSED_PATHS = {  # modules, and attributes of modules, by dotted path
     "__main__": "imports __main__",
@@ -181,6 +222,52 @@ _REFUSED_PATHS = {  # modules, and attributes of modules, by dotted path
     "types.MethodType": "binds a function with types.MethodType",
     "types.CodeType": "builds code with types.CodeType",
     "types.CellType": "builds a closure cell with types.CellType",
+    # Where Python looks for modules: a module the job writes could then be imported, under any name.
+    "sys.path": "changes where Python looks for modules (sys.path)",
+    "sys.meta_path": "changes how Python finds modules (sys.meta_path)",
+    "sys.path_hooks": "changes how Python finds modules (sys.path_hooks)",
+    "sys.path_importer_cache": "changes how Python finds modules (sys.path_importer_cache)",
+    "site": "changes where Python looks for modules (site)",
+    # Code run on every call, or named by the environment.
+    "sys.settrace": "runs code on every call (sys.settrace)",
+    "sys.setprofile": "runs code on every call (sys.setprofile)",
+    "threading.settrace": "runs code on every call (threading.settrace)",
+    "threading.setprofile": "runs code on every call (threading.setprofile)",
+    "sys.breakpointhook": "calls a hook that the environment names (sys.breakpointhook)",
+    # The standard library's other ways of running text as code, loading code, or fetching a name that is not
+    # written out.
+    "inspect": "reaches code and names through inspect",
+    "doctest": "runs text as code (doctest)",
+    "pdb": "runs text as code (pdb)",
+    "bdb": "runs text as code (bdb)",
+    "trace": "runs text as code (trace)",
+    "profile": "runs text as code (profile)",
+    "cProfile": "runs text as code (cProfile)",
+    "pydoc": "imports modules by name (pydoc)",
+    "unittest": "replaces or imports things by name (unittest)",
+    "logging.config": "imports things by name (logging.config)",
+    "py_compile": "compiles code (py_compile)",
+    "compileall": "compiles code (compileall)",
+    "operator.attrgetter": "fetches attributes by name with operator.attrgetter",
+    "operator.methodcaller": "fetches methods by name with operator.methodcaller",
+    "string.Formatter": "fetches attributes by name with string.Formatter",
+    "typing.get_type_hints": "runs the text of annotations as code (typing.get_type_hints)",
+    "typing.ForwardRef": "runs the text of annotations as code (typing.ForwardRef)",
+    "functools.singledispatch": "runs the text of annotations as code (functools.singledispatch)",
+    "functools.singledispatchmethod": "runs the text of annotations as code (functools.singledispatchmethod)",
+    # The trusted libraries' ways of building or loading code the check cannot read.
+    "torch.fx": "builds code from a graph (torch.fx)",
+    "torch.jit.CompilationUnit": "compiles text as TorchScript code (torch.jit.CompilationUnit)",
+    "torch.ops.load_library": "loads compiled code (torch.ops.load_library)",
+    "torch.classes.load_library": "loads compiled code (torch.classes.load_library)",
+    "torch.cuda.jiterator": "compiles text as code (torch.cuda.jiterator)",
+    "torch.export.load": "loads a saved program (torch.export.load)",
+    "numpy.ctypeslib": "changes memory directly (numpy.ctypeslib)",
+    "numpy.f2py": "compiles code (numpy.f2py)",
+    "numpy.distutils": "compiles code (numpy.distutils)",
+    "numpy.lib.format": "loads pickled objects (numpy.lib.format)",
+    "numpy.lib.npyio": "loads pickled objects (numpy.lib.npyio)",
+    "torch.utils.model_zoo": "loads pickled objects (torch.utils.model_zoo)",
     **{f"builtins.{name}": reason for name, reason in _REFUSED_BUILTINS.items()},
 }
 _REFUSED_ATTRIBUTES = {  # whatever they are an attribute of
@@ -189,10 +276,15 @@ _REFUSED_ATTRIBUTES = {  # whatever they are an attribute of
     "__builtins__": "reaches the builtins through __builtins__",
     "__dict__": "reaches names through __dict__",
     "__setattr__": "sets an attribute through __setattr__",
+    "__getattribute__": "fetches an attribute by name through __getattribute__",
+    "__getattr__": "fetches an attribute by name through __getattr__",
     "f_globals": "reaches names through a frame (f_globals)",
     "f_locals": "reaches names through a frame (f_locals)",
     "f_builtins": "reaches names through a frame (f_builtins)",
 }
+# Called with code, not text, these are fine: a statement that is a lambda. Any other use runs text as code.
+_TEXT_OR_CODE = {"timeit.timeit": ("stmt", "setup"), "timeit.repeat": ("stmt", "setup"),
+                 "timeit.Timer": ("stmt", "setup")}
 _REFUSED_STORES = {"__call__", "__wrapped__", "__class__", "__defaults__", "__kwdefaults__", "__bases__", "__closure__",
                    "cell_contents", "__getattr__", "__getattribute__"}
 _REFUSED_MODULE_NAMES = {"__getattr__", "__builtins__", "__dict__", "__class__"}
@@ -212,6 +304,13 @@ def refuse_imports_of(module_names):
         _REFUSED_PATHS[name] = f"imports {name}, the submission's own module, whose names it can replace"
 
 
+class _KernelHistory(list):
+    """The cells a notebook's kernel ran, as ``_sources_of`` finds them, the course's own cells among them: read-only
+    demonstrations that plot with matplotlib, the import of the kit's checks and capstone, nbgrader's hidden tests
+    (autograder). In these sources, and only in them, ``_COURSE_MODULES`` count as trusted libraries too. (The grader
+    checks the submission's own cells, without the course's: there those modules are outside the submission.)"""
+
+
 def findings(sources, names):
     """``loops_in`` with each finding's kind: [(kind, text)], kind "loop", "recursion" or "refused"."""
     return _loop_findings(sources, names)
@@ -229,10 +328,10 @@ def _loop_findings(sources, names):
 
 
 @functools.lru_cache(maxsize=8)
-def _read(sources):
+def _read(sources, course=False):
     """The program of ``sources`` (a tuple of (label, text)) and what its loading does that the check cannot
-    follow: the same for every timed path of a submission, so read once."""
-    program = _Program(list(sources))
+    follow: the same for every timed path of a submission, so read once. ``course``: see ``_KernelHistory``."""
+    program = _Program(list(sources), course)
     loading = _Walk(program, timed=False, first_name=None)
     for record in program.records:
         if isinstance(record.node, _DEFS):
@@ -243,8 +342,9 @@ def _read(sources):
 
 
 def _check(sources, names, first):
+    course = isinstance(sources, _KernelHistory)  # the course's own cells are among them
     sources = ((("", sources),) if isinstance(sources, str) else tuple((label, text) for label, text in sources))
-    program, loading_findings = _read(sources)
+    program, loading_findings = _read(sources, course)
     timed = _Walk(program, timed=True, first_name=first)
     for name in names:
         timed.follow_name(name, None, None, at=_LATER, body_q=_LATER)
@@ -450,10 +550,42 @@ def _attribute_exists(path):
 
 def _refused_path(path):
     parts = path.split(".")
-    for cut in range(1, len(parts) + 1):
+    for cut in range(len(parts), 0, -1):  # the longest refused prefix: its reason is the most precise
         reason = _REFUSED_PATHS.get(".".join(parts[:cut]))
         if reason:
             return reason
+    return None
+
+
+def _trusted_module(path, course=False):
+    """Whether the module at the top of the dotted ``path`` is a trusted library (see ``_TRUSTED_LIBRARIES``);
+    ``course``: the sources are a kernel's history, where the course's own modules are trusted too."""
+    top = path.split(".")[0]
+    if top in _TRUSTED_LIBRARIES or top == "__future__" or course and top in _COURSE_MODULES:
+        return True
+    if not top or top.startswith("_"):  # a relative import, or a private module (_imp, _frozen_importlib...)
+        return False
+    return top in (getattr(sys, "stdlib_module_names", None) or _STDLIB_FALLBACK)
+
+
+def _private_part(path):
+    """The first private name after the top of a dotted ``path`` into a library (``torch._C``), or None."""
+    for part in path.split(".")[1:]:
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            return part
+    return None
+
+
+def _outside_reason(path, verb="uses", course=False):
+    """Why a name bound to the dotted ``path`` (of a library) is code the check cannot read, or None."""
+    if path.startswith("."):
+        return None  # a relative import: refused where it is written
+    parts = path.split(".")
+    if not _trusted_module(path, course):
+        return f"{verb} {parts[0]}, a module outside your submission"
+    private = _private_part(path)
+    if private and parts[0] != "builtins":
+        return f"{verb} {'.'.join(parts[:parts.index(private, 1) + 1])}, a private part of {parts[0]}"
     return None
 
 
@@ -476,12 +608,15 @@ class _Binding:
 class _Program:
     """What the source binds, changes and calls, read once; nothing in it is run."""
 
-    def __init__(self, sources):
+    def __init__(self, sources, course=False):
         if isinstance(sources, str):
             sources = [("", sources)]
+        self.course = course  # see _KernelHistory
         self.records, self.bindings, self.anytime = [], {}, {}
         self.sites, self.passes, self.aliases, self.calls = {}, {}, {}, {}
         self.library_of = {}  # name -> {dotted path of the module or object an import binds it to}
+        self.stars = []  # a binding of kind "star" for each ``from m import *``: it may bind any name
+        self.local_imports = {}  # (id(function), name) -> {dotted path}: imports inside functions
         self.display = {}  # id(def, lambda or class) -> its name in findings
         self.mutated = {}  # id(function) -> {(parameter, "attr" | "item" | "call")}
         self.functions_named = {}  # name -> [def nodes], methods included
@@ -598,6 +733,9 @@ class _Program:
         elif isinstance(statement, (ast.Import, ast.ImportFrom)):
             for alias in statement.names:
                 if alias.name == "*":
+                    # Any name may be bound here: what the module holds is not in the text.
+                    self.stars.append(_Binding("*", "star", "." * statement.level + (statement.module or ""),
+                                               record, visible, False))
                     continue
                 if isinstance(statement, ast.Import):
                     name = alias.asname or alias.name.split(".")[0]
@@ -729,6 +867,11 @@ class _Program:
                     name = alias.asname or alias.name.split(".")[0]
                     top = (alias.name if isinstance(n, ast.Import) else (n.module or "")).split(".")[0]
                     local_aliases.setdefault((id(s.function), name), set()).add(f"<library {top}>")
+                    if isinstance(n, ast.Import):
+                        path = alias.name if alias.asname else alias.name.split(".")[0]
+                    else:
+                        path = "." * n.level + (n.module or "") + "." + alias.name
+                    self.local_imports.setdefault((id(s.function), name), set()).add(path)
         if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)) and s.kind == "function":
             value = n.iter if isinstance(n, (ast.For, ast.AsyncFor)) else n.value
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
@@ -798,6 +941,12 @@ class _Program:
 
     # -- questions the walk asks
 
+    def trusts(self, path):
+        return _trusted_module(path, self.course)
+
+    def outside_reason(self, path, verb="uses"):
+        return _outside_reason(path, verb, self.course)
+
     def is_library(self, name):
         return bool(self.library_of.get(name))
 
@@ -807,7 +956,7 @@ class _Program:
         ``at``: the value as the statement at that position runs; ``after``: any value from that position on.
         """
         point = at if at is not None else after
-        everything = sorted(self.bindings.get(name, []), key=lambda b: b.visible_from)
+        everything = sorted(self.bindings.get(name, []) + self.stars, key=lambda b: b.visible_from)
         found, certain = [], False
         for binding in reversed([b for b in everything if b.visible_from < point]):
             found.append(binding)
@@ -821,11 +970,25 @@ class _Program:
     def paths_of(self, node, s):
         """Dotted paths of an attribute chain rooted at an imported name or a builtin: ``torch.load`` ..."""
         root, attributes = _dotted(node)
-        if root is None or not s.is_global(root.id):
+        if root is None:
             return []
-        if root.id not in self.bindings and root.id not in self.anytime:
-            return [".".join(["builtins", root.id, *attributes])]
-        return [".".join([path, *attributes]) for path in self.library_of.get(root.id, ())]
+        if not s.is_global(root.id):
+            return [".".join([path, *attributes]) for path in self.local_paths(root.id, s)]
+        return [".".join([path, *attributes]) for path in self.name_paths(root.id)]
+
+    def name_paths(self, name):
+        """Dotted paths a global ``name`` may be bound to in a library: by an import, as a builtin, by ``import *``."""
+        paths = list(self.library_of.get(name, ()))
+        if name not in self.bindings and name not in self.anytime:
+            # Not bound in the text: a builtin, or a name of a module imported with ``import *``. (Where the text
+            # binds it too, the walk sees an ``import *`` that may replace that binding: see ``_Walk.follow_name``.)
+            paths += [f"builtins.{name}"] + [f"{star.value}.{name}" for star in self.stars]
+        return paths
+
+    def local_paths(self, name, s):
+        """Dotted paths a name local to a function may be bound to by an import inside it."""
+        owner = s.owner_of(name)
+        return sorted(self.local_imports.get((id(owner.node), name), ())) if owner is not None else []
 
     def may_change(self, call, s, library):
         """Whether ``call`` may change the object passed to it (an argument of it is being followed)."""
@@ -884,6 +1047,8 @@ class _Walk:
         self._sites, self._libraries = set(), set()
         self._edges = []  # (caller, call, callee, record)
         self._targets = {}
+        self._called = set()  # id of each func node of a call checked for what it is called with (getattr...)
+        self._stars_reported = set()
 
     def push(self, record, roots, body_q):
         """Read ``roots`` (nodes of ``record``): names outside function bodies as the statement runs, names in
@@ -923,10 +1088,14 @@ class _Walk:
         """Dotted paths a call's func may name in a library or the builtins: ``builtins.map``, ``functools.reduce``."""
         if isinstance(function, ast.Attribute):
             return self.program.paths_of(function, s)
-        if not isinstance(function, ast.Name) or not s.is_global(function.id):
+        if not isinstance(function, ast.Name):
             return []
+        if not s.is_global(function.id):  # imported inside the function: ``from functools import reduce``
+            return self.program.local_paths(function.id, s)
         paths = list(self.program.library_of.get(function.id, ()))
-        return paths + ([f"builtins.{function.id}"] if self.program.visible(function.id, after=body_q)[1] else [])
+        bindings, maybe_builtin = self.program.visible(function.id, after=body_q)
+        paths += [f"{b.value}.{function.id}" for b in bindings if b.kind == "star"]
+        return paths + ([f"builtins.{function.id}"] if maybe_builtin else [])
 
     def follow_name(self, name, record, node, at=None, after=None, body_q=_LATER, scope=None):
         bindings, maybe_builtin = self.program.visible(name, at=at, after=after)
@@ -935,8 +1104,37 @@ class _Walk:
                 self._find("refused", record, node, scope, _REFUSED_BUILTINS[name])
             self.follow_library("builtins")
         for binding in bindings:
+            self._outside(name, binding, record, node, scope)
             self._follow_binding(binding, body_q)
         self.follow_sites(name)
+
+    def _outside(self, name, binding, record, node, scope):
+        """A finding when ``name``, as ``binding`` binds it, is code the check cannot read: a module outside the
+        submission (by an import, or perhaps by ``import *``), or a part of a trusted one that makes code."""
+        if binding.kind == "import":
+            if _refused_path(binding.value):
+                return  # refused where it is imported, more precisely
+            reason = self.program.outside_reason(binding.value)
+            if reason and name != binding.value.split(".")[0]:
+                reason = reason.replace("uses ", f"uses {name}, from ", 1)
+        elif binding.kind == "star":
+            if binding.record.pos in self._stars_reported:
+                return
+            module = binding.value
+            reason = None if self.program.trusts(module) else (
+                f"uses {name}, which may come from {module or 'a relative package'} (`from {module} import *`), "
+                f"a module outside your submission")
+            if reason is None:  # a trusted library's: refused for the names of it that make or load code
+                reason = _refused_path(f"{module}.{name}")
+            if reason:
+                self._stars_reported.add(binding.record.pos)
+        else:
+            return
+        if not reason:
+            return
+        if node is None:  # the timed name itself: the finding points at the statement that binds it
+            record, node, scope = binding.record, binding.record.node, None
+        self._find("refused", record, node, scope, reason, advice=_ADVICE_OUTSIDE)
 
     def _follow_binding(self, binding, use):
         record, value = binding.record, binding.value
@@ -949,7 +1147,7 @@ class _Walk:
         elif binding.kind == "expr" and value is not None:
             nodes = list(value) if isinstance(value, tuple) else [value]
             self.push(record, nodes, min(use, record.pos) if _has_call(nodes) else use)
-        elif binding.kind == "import":
+        elif binding.kind == "import" or binding.kind == "star" and self.program.trusts(value):
             self.follow_library(value.split(".")[0])
         elif binding.kind == "global":
             # Set inside a function: the function, and every call of it (its arguments may be the value).
@@ -991,7 +1189,8 @@ class _Walk:
                     return False
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and s.is_global(n.id):
                     bindings, _ = self.program.visible(n.id, at=record.pos)
-                    if any(b.kind != "import" for b in bindings):
+                    if any(b.kind != "import" and not (b.kind == "star" and self.program.trusts(b.value))
+                           for b in bindings):
                         return False
         return True
 
@@ -1095,19 +1294,30 @@ class _Walk:
             reason = _REFUSED_ATTRIBUTES.get(n.attr)
             if reason is None and isinstance(n.ctx, (ast.Store, ast.Del)) and n.attr in _REFUSED_STORES:
                 reason = f"assigns {n.attr}"
+            advice = None
             if reason is None:
-                reason = next(filter(None, map(_refused_path, program.paths_of(n, s))), None)
+                paths = program.paths_of(n, s)
+                reason = next(filter(None, map(_refused_path, paths)), None)
+                if reason is None:  # a private part of a trusted library (torch._C): code it does not vouch for
+                    trusted = [path for path in paths if program.trusts(path)]
+                    reason = next(filter(None, map(program.outside_reason, trusted)), None)
+                    advice = _ADVICE_OUTSIDE
             if reason:
-                self._find("refused", record, n, s, reason)
+                self._find("refused", record, n, s, reason, advice=advice)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
             for alias in n.names:
+                advice = None
                 if isinstance(n, ast.ImportFrom) and n.level:
                     reason = "imports from a relative package"
                 else:
                     module = n.module + "." if isinstance(n, ast.ImportFrom) else ""
                     reason = _refused_path(module + alias.name)
+                    if reason is None and s.kind != "module":
+                        # Inside a function or a class, the names it binds are not followed: refused here.
+                        reason = self.program.outside_reason(module + alias.name, verb="imports")
+                        advice = _ADVICE_OUTSIDE
                 if reason:
-                    self._find("refused", record, n, s, reason)
+                    self._find("refused", record, n, s, reason, advice=advice)
         elif isinstance(n, (*_DEFS, ast.ClassDef)) and n.name in _REFUSED_MODULE_NAMES and s.kind == "module":
             self._find("refused", record, n, s, f"replaces the module's {n.name}")
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in (
@@ -1128,11 +1338,60 @@ class _Walk:
                            and owner.method_class() is not None and _parameters(owner.function)[:1] == [root.id])
                 if not (of_library or of_self):
                     self._find("refused", record, n, s, "sets an attribute whose name is computed, with setattr(...)")
+        if isinstance(n, ast.Call):
+            self._called_with(n, s, record)
+        elif isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and id(n) not in self._called:
+            paths = self._library_paths(n, s)
+            if "builtins.getattr" in paths:
+                self._find("refused", record, n, s, "passes getattr on, so that it may fetch an attribute whose "
+                                                    "name is not written out")
+            for path in sorted(set(paths) & set(_TEXT_OR_CODE)):
+                self._find("refused", record, n, s, f"passes {path} on, so that it may run text as code")
+
+    def _library_paths(self, node, s):
+        """Dotted paths in a library or the builtins that a name or an attribute chain may be bound to."""
+        if isinstance(node, ast.Name):
+            return self.program.name_paths(node.id) if s.is_global(node.id) else self.program.local_paths(node.id, s)
+        return self.program.paths_of(node, s) if isinstance(node, ast.Attribute) else []
+
+    def _called_with(self, call, s, record):
+        """A call of getattr, or of a function that takes text or code (timeit), checked for what it is called
+        with: an attribute name not written out, or text, is refused."""
+        paths = self._library_paths(call.func, s)
+        if "builtins.getattr" in paths:
+            self._called.add(id(call.func))
+            name = call.args[1] if len(call.args) >= 2 and not any(
+                isinstance(a, ast.Starred) for a in call.args[:2]) else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                self._find("refused", record, call, s, "fetches an attribute whose name is computed, with getattr(...)")
+            else:  # a name written out: what it fetches from a library is checked as ``owner.name`` would be
+                owner = call.args[0]
+                for path in (f"{path}.{name.value}" for path in self._library_paths(owner, s)):
+                    reason = _refused_path(path) or (
+                        self.program.outside_reason(path) if self.program.trusts(path) else None)
+                    if reason:
+                        self._find("refused", record, call, s, f"{reason}, through getattr(...)")
+                        break
+        for path in sorted(set(paths) & set(_TEXT_OR_CODE)):
+            self._called.add(id(call.func))
+            keywords = _TEXT_OR_CODE[path]
+            given = list(call.args[:len(keywords)]) + [k.value for k in call.keywords if k.arg in keywords or
+                                                        k.arg is None]
+            if any(not self._code_not_text(value) for value in given):
+                self._find("refused", record, call, s, f"runs text as code with {path.split('.')[-1]}(...)")
+
+    def _code_not_text(self, node):
+        """Whether ``node`` is certainly a function, not text: a lambda, or a name bound only by def."""
+        if isinstance(node, ast.Lambda):
+            return True
+        program = self.program
+        return (isinstance(node, ast.Name) and not program.stars and node.id not in program.anytime
+                and bool(program.bindings.get(node.id)) and all(b.kind == "def" for b in program.bindings[node.id]))
 
     def _name_of(self, node):
         return self.program.display.get(id(node), getattr(node, "name", "lambda"))
 
-    def _find(self, kind, record, node, scope, reason=None, function=None):
+    def _find(self, kind, record, node, scope, reason=None, function=None, advice=None):
         named = function
         if named is None and scope is not None:
             inner = scope
@@ -1153,7 +1412,8 @@ class _Walk:
         elif kind == "recursion":
             message = f"{name}, line {line}: {text} ({reason}){where}"
         else:
-            message = f"{name}, line {line}: {text}{where}: {reason}, which the loop check cannot follow; {_ADVICE}"
+            message = (f"{name}, line {line}: {text}{where}: {reason}, which the loop check cannot follow; "
+                       f"{advice or _ADVICE}")
         if message not in self._keys:
             self._keys.add(message)
             self.findings.append((record.pos, kind, message))

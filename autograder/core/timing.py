@@ -13,25 +13,26 @@ own line). Otherwise:
   submission, from loading its code to ending its job, holds the machine
   exclusively: nothing of another student's runs meanwhile, and nothing of
   this one's outlives it.
-* Each timed call gets inputs of its own: the grader draws a fresh seed, both
-  jobs build the inputs from it in fresh storage (``prepare``, not timed), then
-  the grader sends "run" to one job at a time, alternating which goes first,
-  and measures each call with its own clock, from the command sent to the
-  reply received. No clock of the student's process is read, and caching on
-  the inputs' identity or content gains nothing. The figure is the median of
-  the per-pair ratios student/reference; pairs stop early once every ratio
-  lies on the same side of every band's limit.
+* Each timed call gets inputs of its own, made inside the window the grader times: the grader sends
+  "call" with a fresh seed and a length drawn for that call, and the job makes the inputs from them (windows
+  of a pool of random numbers at offsets and scales drawn from the seed, in fresh storage: one cheap pass over
+  each input, the same in both jobs) and calls the path, from the command sent to the reply received; one job
+  at a time, alternating which goes first. No clock of the student's process is read, no code of the
+  submission runs between a call's inputs and its reply untimed, and caching on the inputs' identity or
+  content gains nothing. The figure is the median of the per-pair ratios student/reference; pairs stop early
+  once every ratio lies on the same side of every band's limit.
 * After each pair, entries of both outputs at indices drawn only then must
-  agree (read with functions the worker held before the student's code ran).
+  agree, read by the job's main thread, which never runs the submission's code (worker.py says how).
   Between its reply and the next command the student's job must do nothing:
   no other process, and no CPU time on threads other than the runner's (read
   in /proc before each command); work done in the background would go untimed.
-* Peak memory of one call beyond its inputs, on a call after the first (what a path does once, an import or
+* Peak memory of one call beyond what the job held before it (its inputs, made in the call, count alike in
+  both jobs), on a call after the first (what a path does once, an import or
   a table built, is not what each call needs): the job's control group's
   high-water mark (all its processes, read and restarted from outside the
   job); without control groups, the kernel's high-water mark of the process
-  (``/proc/PID/status``, restarted through ``clear_refs``, which the process
-  itself could also restart); on CUDA the allocator's peak.
+  (``/proc/PID/status``, restarted through ``clear_refs``, which the job's audit hook keeps its code from
+  opening, and tier C's filter from reaching by exec); on CUDA the allocator's peak.
 """
 
 import contextlib
@@ -428,8 +429,9 @@ def measure(student, reference, spec, rng=None):
     The caller holds the machine exclusively (see ``grade_tier``).
     """
     rng = rng or random.SystemRandom()
+    pool_seed = rng.getrandbits(48)  # the pool of random numbers the calls' inputs are cut from: new each time
     for child in (student, reference):
-        reply, _ = child.request({"command": "setup", "spec": {**spec, "warmup": 0}}, SETUP_SECONDS)
+        reply, _ = child.request({"command": "setup", "spec": {**spec, "warmup": 0, "seed": pool_seed}}, SETUP_SECONDS)
         if "error" in reply:
             if child is reference:
                 raise ReferenceFailed(f"the reference failed on the timing inputs: {_error_text(reply)}")
@@ -441,19 +443,17 @@ def measure(student, reference, spec, rng=None):
     # fill a cache of the library's) is not memory that its calls need.
     seed, length = rng.getrandbits(48), call_length(spec, rng)
     for child in (student, reference):
-        child.request({"command": "prepare", "seed": seed, "length": length}, SETUP_SECONDS)
-        _run(child, spec, rng)
-    # Then one call of each, alone, for its peak memory beyond its inputs (built before the peak is restarted),
-    # with every large tensor in a fresh mapping for that call, so that none reuses memory freed earlier.
+        _run(child, spec, rng, seed, length)
+    # Then one call of each, alone, for its peak memory beyond what the job held before the call (its inputs,
+    # made in the call, count in both jobs alike), with every large tensor in a fresh mapping for that call, so
+    # that none reuses memory freed earlier.
     seed = rng.getrandbits(48)
     for child in (student, reference):
-        prepared, _ = child.request({"command": "prepare", "seed": seed, "length": spec["length"],
-                                     "fresh_mappings": True}, SETUP_SECONDS)
         before = child.reset_memory_peak()
-        _run(child, spec, rng)
+        _, reply = _run(child, spec, rng, seed, spec["length"], fresh_mappings=True)
         if spec["device"].startswith("cuda"):
             sampled, _ = child.request({"command": "sample", "indices": [0]}, SETUP_SECONDS)
-            peak, base = sampled.get("cuda_peak"), prepared.get("cuda_baseline")
+            peak, base = sampled.get("cuda_peak"), reply.get("cuda_baseline")
             extra[child] = None if peak is None or base is None else peak - base
         else:
             peak = child.memory_peak()
@@ -462,16 +462,14 @@ def measure(student, reference, spec, rng=None):
     for number in range(spec["warmup"]):
         seed, length = rng.getrandbits(48), call_length(spec, rng)
         for child in (student, reference):
-            child.request({"command": "prepare", "seed": seed, "length": length}, SETUP_SECONDS)
-            _run(child, spec, rng)
+            _run(child, spec, rng, seed, length)
     ratios, student_times, reference_times = [], [], []
     for pair in range(_limits.TIMING_REPEATS):
         seed, length = rng.getrandbits(48), call_length(spec, rng)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
         seconds = {}
         for child in order:
-            child.request({"command": "prepare", "seed": seed, "length": length}, SETUP_SECONDS)
-            seconds[child] = _run(child, spec, rng)
+            seconds[child], _ = _run(child, spec, rng, seed, length)
         _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}", length)
         if min(seconds.values()) <= 0:  # no call takes no time: the clock failed, the machine's fault
             raise ServerFailed(f"a clock read {min(seconds.values()):g} s for a call of timed pair {pair + 1}")
@@ -487,15 +485,19 @@ def measure(student, reference, spec, rng=None):
     return measurement
 
 
-def _run(child, spec, rng):
-    """One timed call of the prepared inputs; returns its seconds by the grader's clock."""
+def _run(child, spec, rng, seed, length, fresh_mappings=False):
+    """One timed call: the job makes the call's inputs from ``seed`` at ``length`` and calls the path, all in the
+    window the grader times, from the command sent to the reply received. Returns (seconds, reply)."""
     nonce = rng.getrandbits(62)
-    reply, elapsed = child.request({"command": "run", "nonce": nonce}, _limits.TIMING_CALL_SECONDS)
+    command = {"command": "call", "seed": seed, "length": length, "nonce": nonce}
+    if fresh_mappings:
+        command["fresh_mappings"] = True
+    reply, elapsed = child.request(command, _limits.TIMING_CALL_SECONDS)
     if "error" in reply:
         raise ChildFailed(f"it raised {_error_text(reply)} on the timing inputs ({_describe(spec)})")
     if reply.get("done") != nonce:
         raise ChildFailed("its process answered a call it was not given")
-    return elapsed
+    return elapsed, reply
 
 
 def call_length(spec, rng):
@@ -514,6 +516,8 @@ def _check_outputs(student, reference, spec, rng, which, length):
     theirs, _ = reference.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
     if "values" not in theirs:
         raise ReferenceFailed("the reference's timed call did not return a tensor")
+    if "error" in mine:
+        raise ChildFailed(f"its output could not be read: {_error_text(mine)}")
     if "values" not in mine:
         raise ChildFailed(f"the timed call did not return a plain tensor (it returned a "
                           f"{mine['value'].get('type_name', 'value')})")

@@ -219,8 +219,9 @@ It imports torch and nothing of the grader: its text is sent with each job. TODO
 * STAND_INS, {name: function}: the grader's stand-in for a helper task, so that a task that calls another is
   graded on its own (a case's ``call_probe(..., substitute=...)`` names it, as a TimedPath's helpers do);
 * VIEWS, {name: function}: what makes one tensor of a value a function returns (``call_probe(..., view=...)``);
-* ``timing_inputs(spec, generator)`` and ``score_path(namespace, spec)``, for the rubric's TIMED_PATHS: the
-  inputs of a timed path, drawn from the generator, and the call of the path named ``spec["path"]``, as the
+* ``timing_inputs(spec, draw)`` and ``score_path(namespace, spec)``, for the rubric's TIMED_PATHS: the
+  inputs of a timed path, each made by ``draw(*shape)`` (a fresh tensor of the spec's dtype on its device, new
+  values each call), and the call of the path named ``spec["path"]``, as the
   code of ``namespace`` wrote it (docs/writing-a-unit.md shows both).
 """
 
@@ -786,6 +787,8 @@ class Check:
         stand-in): the job's score_path builds it by its name, and its inputs come from timing_inputs."""
         import torch
 
+        from autograder.sandbox import worker
+
         rubric = self.unit.rubric
         sizes = rubric.TIMING_SIZES["cpu"]
         for path in rubric.TIMED_PATHS:
@@ -798,7 +801,7 @@ class Check:
                 try:
                     exec(compile(self.unit.finished_reference, str(self.unit.reference_path), "exec"), namespace)
                     namespace.update(swap)
-                    inputs = self.job.timing_inputs(spec, torch.Generator().manual_seed(rubric.SEED))
+                    inputs = worker._timing_inputs(self.job, spec, rubric.SEED)  # as a timing job makes them
                     output = self.job.score_path(namespace, spec)(*inputs)
                 except Exception as error:
                     with_stand_in = f" with the stand-in for {', '.join(swap)}" if swap else ""

@@ -24,6 +24,7 @@ preprocessor's ``kernel_manager_class``.
 
 import os
 import shutil
+import subprocess
 import tempfile
 
 from jupyter_client import AsyncKernelManager
@@ -73,7 +74,8 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._sockets = tempfile.mkdtemp(prefix="kernel-sockets-")
+        self._sockets = tempfile.mkdtemp(prefix="kernel-sockets-")  # 0700: the grader's user's alone
+        self._bounded = _bound(self._sockets)
         self.transport = "ipc"
         self.ip = os.path.join(self._sockets, "kernel")
 
@@ -132,5 +134,30 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _async_cleanup_resources(self, restart=False):
         await super()._async_cleanup_resources(restart=restart)
         if not restart:  # whatever the kernel wrote there, however deep: gone (a recursive rmtree is not enough)
+            if self._bounded:
+                _unbound(self._sockets)
             if not cleanup.remove(self._sockets):
                 self.log.warning("Could not remove everything the kernel wrote in %s", self._sockets)
+
+
+# The kernel's socket folder, the one host folder it may write: where the grader is root, a file system of its own
+# of this size (a tmpfs), so that a notebook cannot fill the host's /tmp through it; elsewhere it is bounded by the
+# kernel's limits only (docs/threat-model.md, invariant 4).
+SOCKET_FOLDER_BYTES = 1024 * 1024
+SOCKET_FOLDER_FILES = 256
+
+
+def _bound(folder):
+    """Mount a small tmpfs on ``folder`` where this process may (root); whether it did."""
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None:
+        return False
+    options = f"size={SOCKET_FOLDER_BYTES},nr_inodes={SOCKET_FOLDER_FILES},mode=0700,nosuid,nodev,noexec"
+    done = subprocess.run([mount, "-t", "tmpfs", "-o", options, "kernel-sockets", folder], capture_output=True)
+    return done.returncode == 0
+
+
+def _unbound(folder):
+    umount = shutil.which("umount")
+    if umount is not None:
+        subprocess.run([umount, "--lazy", folder], capture_output=True)

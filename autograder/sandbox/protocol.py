@@ -224,11 +224,10 @@ LOADED = record({"errors": list_of(LOAD_ERROR, 10000), "defined": list_of(text(4
 # The timing tier's replies, by the command they answer.
 TIMING_REPLIES = {
     "setup": one_of(record({"ok": boolean}), record({"error": ERROR})),
-    "prepare": record({"ok": boolean, "cuda_baseline": null_or(integer)}),
-    "run": one_of(record({"done": integer}), record({"error": ERROR})),
+    "call": one_of(record({"done": integer, "cuda_baseline": null_or(integer)}), record({"error": ERROR})),
     "sample": one_of(record({"values": list_of(number, 1 << 16), "shape": list_of(integer, MAX_DIMENSIONS),
                              "dtype": text(40), "device": text(64), "cuda_peak": null_or(integer)}),
-                     record({"value": VALUE})),
+                     record({"value": VALUE}), record({"error": ERROR})),
 }
 
 # What the job's keeper says on its lifeline (it runs no student code, but is checked all the same).

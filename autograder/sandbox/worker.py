@@ -24,8 +24,13 @@ score path, call it once, report sampled output values. It keeps no clock:
 the grader times each call from its own process.
 """
 
+import _thread
+import builtins
 import ctypes
+import gc
 import json
+import json.encoder
+import json.scanner
 import os
 import resource
 import select
@@ -37,7 +42,12 @@ import time
 import traceback
 import types
 
+import numpy
 import torch
+
+# The worker's own builtins: a submission that replaces one (builtins.isinstance = ...) changes them for its
+# own code, not for the worker's. Taken when the fork server starts, before any job.
+__builtins__ = dict(vars(builtins))
 
 MAX_TEXT = 2000
 
@@ -257,6 +267,7 @@ def _unit_code(submission):
     It comes with the request, as the student's code does, so that nothing of the grader's folders has to be
     readable in the job."""
     unit = types.ModuleType(submission.get("unit_module", "unit_job"))
+    unit.__dict__["__builtins__"] = builtins
     code = submission.get("unit_code")
     if code:
         exec(compile(code, "<the unit's job.py>", "exec"), unit.__dict__)
@@ -266,6 +277,7 @@ def _unit_code(submission):
 def _load(chunks, filename, module_name):
     module = types.ModuleType(module_name)
     module.__file__ = filename
+    module.__dict__["__builtins__"] = builtins  # the real ones, not the worker's own
     sys.modules[module_name] = module
     errors = []
     for chunk in chunks:
@@ -287,58 +299,187 @@ def _limit_self(limits):
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
-# How sampled output values are read: with the tensor type's own methods and a raw read of its memory, taken
-# before any submitted code runs. A submission can replace torch.Tensor's Python methods (tolist, __getitem__)
-# or push a dispatch mode, so that an output read through them shows whatever it likes; these it cannot
-# replace (torch._C.TensorBase is an immutable type, and the functions are held here).
+# ---------------------------------------------------------------------------------------------
+# The timing job (serve mode). What it says is what the grader trusts for the timing tier: that a call is
+# done, and the entries of its output. So the job's own code is kept out of the submission's reach:
+#
+#  * No code of the submission runs in the job's main thread. Loading the code, setting up a path and each
+#    timed call run in a thread started for that step (``_step``), through functions whose globals are a
+#    dictionary of their own (``_SANDBOX``): no frame the submission can walk to (f_back) holds the worker's
+#    globals, and a mode, a trace function or a signal handler it sets is its thread's, not the main one's.
+#  * An audit hook, installed before any submitted code runs, refuses in every other thread what would reach
+#    the main thread or the worker's objects from there: new audit hooks, trace and profile functions, the
+#    other threads' frames, the garbage collector's lists of objects, ctypes, new processes and exec,
+#    symbolic links, and the job's own memory files in /proc (``mem``, ``clear_refs``: see invariant 7).
+#  * Everything the main thread calls once the submission has run was taken before it ran (the names
+#    below, and builtins of the worker's own: ``__builtins__`` above), so a patched module (json, os,
+#    numpy, torch.Tensor) or builtin changes nothing here.
+#  * The main thread frees nothing the submission made (a freed object can run code: __del__, weakref
+#    callbacks): what it held is handed to the next step's thread (``keep``), which frees it in the job's own
+#    time. The garbage collector is off in the main thread's turns, and an output is read only once no other
+#    thread of the job is left, with no torch function mode or dispatch mode, from the tensor's raw memory.
+#
+# Every timed call's inputs are made in the call's own step, from the grader's seed for that call, inside the
+# grader's timed window: nothing of the submission can run between the inputs and the call untimed.
+
+_OS_READ, _OS_WRITE, _SLEEP, _MONOTONIC = os.read, os.write, time.sleep, time.monotonic
+_SCAN = json.scanner.c_make_scanner(json.JSONDecoder())  # the C scanner, with float and int bound in it
+_QUOTE = json.encoder.c_encode_basestring_ascii or json.encoder.py_encode_basestring_ascii
+_FLOAT_REPR, _INT_REPR = float.__repr__, int.__repr__
+_START_THREAD, _NEW_LOCK, _THREAD_ID, _THREADS = _thread.start_new_thread, _thread.allocate_lock, _thread.get_ident, \
+    _thread._count
+_GC_DISABLE = gc.disable
+_SENTINEL, _LOCK_TYPE = _thread._set_sentinel, _thread.LockType
+_ADD_AUDIT_HOOK = sys.addaudithook
+_FUNCTION_MODES, _DISPATCH_MODES = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_TENSOR, _STRIDED, _BFLOAT16 = torch.Tensor, torch.strided, torch.bfloat16
+_NP_ASARRAY, _NP_ARRAY, _NP_UNRAVEL, _NP_INT64, _NP_UINT32, _NP_FLOAT32 = (
+    numpy.asarray, numpy.array, numpy.unravel_index, numpy.int64, numpy.uint32, numpy.float32)
+_TYPESTRS = {torch.float32: "<f4", torch.float64: "<f8", torch.float16: "<f2", torch.bfloat16: "<u2",
+             torch.int64: "<i8", torch.int32: "<i4", torch.int16: "<i2", torch.int8: "|i1", torch.uint8: "|u1",
+             torch.bool: "|b1"}
 _TB = torch._C.TensorBase
+_DEVICE, _NEW_TENSOR, _LONG, _FLOAT64 = torch.device, torch.tensor, torch.long, torch.float64
+_DTYPES = {name: getattr(torch, name) for name in ("float32", "float64", "float16", "bfloat16")}
 _EQUAL = torch.equal  # taken before any submitted code runs, which may replace torch.equal
-_STRING_AT = ctypes.string_at
-_FORMATS = {torch.float32: "f", torch.float64: "d", torch.float16: "e", torch.int64: "q", torch.int32: "i",
-            torch.int16: "h", torch.int8: "b", torch.uint8: "B", torch.bool: "?"}
+_QUALNAME = type.__dict__["__qualname__"].__get__  # type's own, not one a metaclass replaced
+STEP_THREADS_SECONDS = 2.0  # how long a step's end waits for threads the submission started to end
+
+# What the audit hook refuses outside the main thread (see above). "open" is checked by its path.
+_REFUSED_EVENTS = frozenset((
+    "sys.addaudithook", "sys.settrace", "sys.setprofile", "sys._current_frames", "sys._current_exceptions",
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+    "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.call_function", "ctypes.cdata",
+    "ctypes.cdata/buffer", "ctypes.addressof", "ctypes.string_at", "ctypes.wstring_at", "ctypes.PyObj_FromPtr",
+    "ctypes.create_string_buffer", "ctypes.create_unicode_buffer", "ctypes.seh_exception",
+    "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.system", "subprocess.Popen",
+    "os.symlink", "os.link", "os.chroot", "os.putenv", "os.unsetenv",
+))
+_PROC_FILES = frozenset(("mem", "clear_refs", "pagemap", "map_files", "environ"))
 
 
-def _entries(tensor, indices):
-    """The entries of ``tensor`` at the given flat (row-major) indices, as floats; indices past its end skipped."""
-    shape = list(_TB.shape.__get__(tensor))
-    numel = 1
-    for size in shape:
-        numel *= size
-    dtype = _TB.dtype.__get__(tensor)
-    if _TB.is_cuda.__get__(tensor) or (dtype not in _FORMATS and dtype != torch.bfloat16):
-        with torch._C.DisableTorchFunctionSubclass():  # a GPU tensor (or an unusual dtype): read through torch
-            flat = tensor.detach().reshape(-1)
-            index = torch.tensor([i for i in indices if 0 <= i < numel], dtype=torch.long, device=flat.device)
-            return flat[index].to("cpu", torch.float64).tolist()
-    strides = _TB.stride(tensor)
-    size, base = _TB.element_size(tensor), _TB.data_ptr(tensor)  # data_ptr: the first entry, offset included
-    values = []
-    for flat_index in indices:
-        if not 0 <= flat_index < numel:
-            continue
-        position, rest = 0, flat_index
-        for dimension in range(len(shape) - 1, -1, -1):
-            position += (rest % shape[dimension]) * strides[dimension]
-            rest //= shape[dimension]
-        raw = _STRING_AT(base + position * size, size)
-        if dtype == torch.bfloat16:
-            values.append(struct.unpack("<f", b"\0\0" + raw)[0])
-        else:
-            values.append(float(struct.unpack("=" + _FORMATS[dtype], raw)[0]))
-    return values
+def _refused(what):
+    return PermissionError(f"the timing job does not allow {what} in a submission's code: it would reach the "
+                        "grader's own code in the job, or the figures it reads")
 
 
-def _timing_inputs(unit, spec, seed):
-    """The inputs of a score path, drawn from ``seed``: the same in every process that asks, in fresh storage."""
-    return unit.timing_inputs(spec, torch.Generator().manual_seed(seed))
+def _audit(event, args):
+    """The serve job's audit hook (see above): refuses ``_REFUSED_EVENTS`` and the job's memory files, in every
+    thread but the main one, which runs no submitted code. It calls no method of what it is given."""
+    if _THREAD_ID() == _MAIN[0]:
+        return
+    if event in _REFUSED_EVENTS:
+        raise _refused(event)
+    if event == "open" or event == "os.chdir":
+        path = args[0] if args else None
+        kind = type(path)
+        if kind is int:
+            return  # an open descriptor: it was opened by path, and checked then
+        if kind is bytes:
+            path = path.decode("utf-8", "replace")
+        elif kind is not str:
+            raise _refused("opening a path that is not a plain string")
+        parts = path.replace("\\", "/").split("/")
+        if event == "os.chdir" and ("proc" in parts or path.startswith("/dev/fd")):
+            raise _refused("changing folder into /proc")
+        if parts and parts[-1] in _PROC_FILES or "clear_refs" in path:
+            raise _refused(f"opening {parts[-1]}")
 
 
-def _score_path(namespace, spec, unit):
-    """A function of the inputs that runs the spec's score path once, as the student wrote it (the unit's
-    ``score_path``); with the stand-ins of ``spec["stand_ins"]`` ({helper: stand-in}) in place of those helpers
-    during each call."""
-    path = unit.score_path(namespace, spec)
-    swaps = {name: unit.STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
+_MAIN = [None]  # the main thread's id in the job
+
+
+# The code of each step's thread. Its globals are a dictionary of its own: nothing in it leads to the worker.
+_SANDBOX_SOURCE = '''
+def step(keep, done, box, task, arguments, labels, sentinel, ends):
+    ends.append(sentinel())  # a lock released once this thread is gone: the main thread waits on it
+    try:
+        try:
+            keep.clear()  # what the job held from earlier steps, freed here in the job's own time
+            box.append((True, task(*arguments)))
+        except BaseException as error:
+            box.append((False, describe(error, labels)))
+    finally:
+        done.release()
+
+
+def describe(error, labels):
+    """(type, its classes' names, message, where) of an exception, as plain text."""
+    def name(kind):
+        try:
+            return str(type.__dict__["__qualname__"].__get__(kind))[:200]
+        except BaseException:
+            return "<a class whose name could not be read>"
+    kind = type(error)
+    try:
+        message = str(error)
+    except BaseException:
+        message = "<the exception's message could not be read>"
+    where = ""
+    try:
+        trace = error.__traceback__
+        while trace is not None:
+            code = trace.tb_frame.f_code
+            if code.co_filename in labels:
+                lines = labels[code.co_filename]
+                number = trace.tb_lineno
+                line = lines[number - 1].strip() if 0 < (number or 0) <= len(lines) else ""
+                where = f"{code.co_filename}, line {number}: {line}"
+            trace = trace.tb_next
+    except BaseException:
+        pass
+    try:
+        classes = [name(cls) for cls in type.__dict__["__mro__"].__get__(kind)][:64]
+    except BaseException:
+        classes = []
+    return (name(kind), classes, message, where)
+
+
+def load(chunks, scope):
+    errors = []
+    for chunk in chunks:
+        try:
+            exec(compile(chunk["source"], chunk["label"], "exec"), scope)
+        except BaseException as error:
+            errors.append(chunk["label"])
+    return errors
+
+
+class Draw:
+    """The tensors of one timed call: windows of the path's pool, at offsets and scales drawn from the
+    grader's seed for the call (splitmix64), each in fresh storage. Cheap (one pass over each tensor), so the
+    call's time is the path's, and no two calls alike."""
+
+    def __init__(self, pool, seed, device, dtype):
+        self.pool, self.state, self.device, self.dtype = pool, seed, device, dtype
+
+    def next(self):
+        mask = (1 << 64) - 1
+        self.state = (self.state + 0x9E3779B97F4A7C15) & mask
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    def __call__(self, *shape, dtype=None):
+        count = 1
+        for size in shape:
+            count *= size
+        room = self.pool.shape[0] - count
+        if room < 0:
+            raise ValueError(f"the timing pool holds {self.pool.shape[0]} numbers, a tensor of {shape} needs more")
+        offset = self.next() % (room + 1)
+        scale = 0.5 + (self.next() % 4096) / 4096.0
+        return (self.pool[offset:offset + count] * scale).view(*shape).to(dtype=dtype or self.dtype)
+
+
+def pool_for(torch, spec, seed, size):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(size, generator=generator).to(spec["device"])
+
+
+def path_with_stand_ins(path, namespace, swaps):
     if not swaps:
         return path
 
@@ -353,6 +494,142 @@ def _score_path(namespace, spec, unit):
     return with_stand_ins
 
 
+def setup(torch, unit, namespace, spec, pool_size):
+    path = unit.score_path(namespace, spec)
+    swaps = {name: unit.STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
+    path = path_with_stand_ins(path, namespace, swaps)
+    pool = pool_for(torch, spec, spec["seed"], pool_size)
+    dtype = getattr(torch, spec["dtype"])
+    for number in range(spec["warmup"]):
+        path(*unit.timing_inputs(spec, Draw(pool, spec["seed"] + number, spec["device"], dtype)))
+    return path, pool
+
+
+def call(unit, spec, seed, pool, path, dtype):
+    inputs = unit.timing_inputs(spec, Draw(pool, seed, spec["device"], dtype))
+    return path(*inputs), inputs
+'''
+_SANDBOX = {"__builtins__": builtins, "__name__": "the timing job's steps"}
+exec(compile(_SANDBOX_SOURCE, "<the timing job's steps>", "exec"), _SANDBOX)
+
+
+class StepFailed(Exception):
+    """A step of the timing job ended without its result; the reply is an error with these words."""
+
+    def __init__(self, kind, message, where="", classes=()):
+        super().__init__(message)
+        self.reply = {"error": {"type": kind, "mro": list(classes), "message": message[:MAX_TEXT],
+                                "where": where[:MAX_TEXT]}}
+
+
+def _step(task, arguments, keep, labels):
+    """Run ``task(*arguments)`` (a function of ``_SANDBOX``) in a thread of its own; its value, once no thread
+    but the main one is left. Raises StepFailed with the exception it raised, or when threads it started run on."""
+    done, box, ends = _NEW_LOCK(), [], []
+    done.acquire()
+    _START_THREAD(_SANDBOX["step"], (keep, done, box, task, arguments, labels, _SENTINEL, ends))
+    done.acquire()
+    _GC_DISABLE()
+    end = ends[0] if type(ends) is list and len(ends) == 1 else None
+    if type(end) is _LOCK_TYPE:
+        end.acquire(True, STEP_THREADS_SECONDS)  # the step's thread gone (its state deleted), in one wait
+    deadline = _MONOTONIC() + STEP_THREADS_SECONDS
+    while _THREADS() != 0:  # the step's own thread finishing, and any the submission started
+        _SLEEP(0.0002)
+        if _MONOTONIC() > deadline:
+            keep.append(box)
+            raise StepFailed("RuntimeError", "a thread your code started was still running when its step ended "
+                             "(the import, the setup of the path, or a call): the timing tier times your function "
+                             "alone, so start no thread in it or at import")
+    _GC_DISABLE()  # a thread that ended meanwhile may have turned it back on; none is left to do it again
+    keep.append(box)
+    keep.append(ends)
+    entry = box[0] if type(box) is list and len(box) == 1 else None
+    if type(entry) is not tuple or len(entry) != 2:
+        raise StepFailed("RuntimeError", "the step ended without a result (its thread was stopped)")
+    ok, value = entry
+    if ok is True:
+        return value
+    if type(value) is not tuple or len(value) != 4:
+        raise StepFailed("RuntimeError", "the step raised an exception that could not be described")
+    kind, classes, message, where = value
+    plain = [part if type(part) is str else "" for part in (kind, message, where)]
+    classes = [name for name in classes if type(name) is str] if type(classes) is list else []
+    raise StepFailed(plain[0], plain[1], plain[2], classes)
+
+
+def _pair(value):
+    """A step's (a, b), checked to be a plain pair: unpacking anything else could run its code here."""
+    if type(value) is not tuple or len(value) != 2:
+        raise StepFailed("RuntimeError", "the step's result was changed by the submission's code")
+    return value
+
+
+def _json(value):
+    """``value`` (dicts with text keys, lists, text, numbers, booleans, None) as JSON, without the json module."""
+    kind = type(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return _INT_REPR(value)
+    if kind is float:
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return _FLOAT_REPR(value)
+    if kind is str:
+        return _QUOTE(value)
+    if kind is list or kind is tuple:
+        return "[" + ",".join([_json(item) for item in value]) + "]"
+    if kind is dict:
+        return "{" + ",".join([_QUOTE(key) + ":" + _json(item) for key, item in value.items()]) + "}"
+    raise TypeError("a reply holds only plain data")
+
+
+class _Raw:
+    """A tensor's memory as numpy sees it (``__array_interface__``): no torch call, no ctypes."""
+    __slots__ = ("__array_interface__",)
+
+
+def _entries(tensor, indices):
+    """The entries of CPU tensor ``tensor`` at the given flat (row-major) indices, as floats, read from its raw
+    memory; indices past its end skipped. The caller checked it is a plain strided tensor on the CPU."""
+    with _NO_TORCH_FUNCTION():  # no mode, no subclass between the job and the tensor's own fields
+        shape = tuple(_TB.shape.__get__(tensor))
+        strides = tuple(_TB.stride(tensor))
+        dtype = _TB.dtype.__get__(tensor)
+        size, base = _TB.element_size(tensor), _TB.data_ptr(tensor)  # data_ptr: the first entry, offset included
+    numel = 1
+    for extent in shape:
+        numel *= extent
+    wanted = [index for index in indices if type(index) is int and 0 <= index < numel]
+    if not wanted or numel == 0:
+        return []
+    raw = _Raw()
+    raw.__array_interface__ = {"version": 3, "shape": shape, "typestr": _TYPESTRS[dtype], "data": (base, True),
+                               "strides": tuple(stride * size for stride in strides)}
+    array = _NP_ASARRAY(raw)
+    picked = array[_NP_UNRAVEL(_NP_ARRAY(wanted, dtype=_NP_INT64), shape)]
+    if dtype == _BFLOAT16:
+        picked = (picked.astype(_NP_UINT32) << 16).view(_NP_FLOAT32)
+    return [float(value) for value in picked.tolist()]
+
+
+def _entries_on_gpu(tensor, indices):
+    """The entries of a GPU tensor, copied to the CPU by torch (the main thread has no mode of its own)."""
+    with _NO_TORCH_FUNCTION():
+        numel = _TB.numel(tensor)
+        wanted = [index for index in indices if type(index) is int and 0 <= index < numel]
+        flat = _TB.reshape(_TB.detach(tensor), (-1,))
+        picked = _TB.index_select(flat, 0, _NEW_TENSOR(wanted, dtype=_LONG, device=_TB.device.__get__(tensor)))
+        return _TB.tolist(_TB.to(picked, "cpu", _FLOAT64))
+
+
 def _synchronize(device):
     if device.startswith("cuda") and _CUDA_SYNCHRONIZE is not None:
         _CUDA_SYNCHRONIZE()
@@ -361,73 +638,128 @@ def _synchronize(device):
 def _cuda_peak_bytes(device):
     if not device.startswith("cuda") or _CUDA_MEMORY_STATS is None:
         return None
-    return int(_CUDA_MEMORY_STATS(torch.device(device).index or 0).get("allocated_bytes.all.peak", 0))
+    return int(_CUDA_MEMORY_STATS(_DEVICE(device).index or 0).get("allocated_bytes.all.peak", 0))
 
 
-def _serve_one(namespace, chunks, command, state, unit=None):
-    """One command of the timing tier. Each timed call gets inputs of its own, drawn just before it by
-    ``prepare`` from a seed the grader chose then, in fresh storage: nothing computed on earlier inputs helps."""
-    kind = command["command"]
+def _cuda_allocated_bytes(device):
+    if not device.startswith("cuda") or _CUDA_MEMORY_STATS is None:
+        return None
+    return int(_CUDA_MEMORY_STATS(_DEVICE(device).index or 0).get("allocated_bytes.all.current", 0))
+
+
+def _modes_words():
+    """Words for a torch mode left active in the main thread (there should never be one), or ""."""
+    if _FUNCTION_MODES() or _DISPATCH_MODES():
+        return "a torch function mode or dispatch mode was active where the job reads outputs"
+    return ""
+
+
+POOL_FACTOR = 4  # the pool of a path holds this many times its largest input, plus POOL_EXTRA numbers
+POOL_EXTRA = 1 << 16
+
+
+def _pool_size(spec):
+    largest = spec["batch"] * spec["heads"] * spec["length"] * spec["head_dim"]
+    return POOL_FACTOR * largest + POOL_EXTRA
+
+
+def _serve_one(command, state):
+    """One command of the timing tier (see the comment above)."""
+    kind = command.get("command")
+    if "refused" in state:
+        return state["refused"]
+    labels = state["labels"]
     if kind == "setup":
         spec = command["spec"]
-        state.clear()
-        state["device"], state["spec"] = spec["device"], spec
+        state["keep"].append(state.pop("path", None))
+        state["keep"].append(state.pop("pool", None))
+        state["spec"], state["device"] = spec, spec["device"]
         try:
-            state["path"] = _score_path(namespace, spec, unit)
-            for number in range(spec["warmup"]):
-                state["path"](*_timing_inputs(unit, spec, spec["seed"] + number))
-            _synchronize(spec["device"])
-        except BaseException as error:
-            state.pop("path", None)
-            return _error(error, chunks)
+            made = _pair(_step(_SANDBOX["setup"], (torch, state["unit"], state["namespace"], spec, _pool_size(spec)),
+                               state["keep"], labels))
+        except StepFailed as failed:
+            return failed.reply
+        state["path"], state["pool"] = made
+        _synchronize(spec["device"])
         return {"ok": True}
-    if kind == "prepare":
-        state.pop("last", None)  # free the previous output before the next call, as the reference does
-        state.pop("inputs", None)
-        # For a call measured for memory, every large tensor is a fresh mapping, so that memory freed earlier
-        # and reused shows as new; calls timed for speed use the allocator as usual.
+    if kind == "call":
+        if "path" not in state:
+            return {"error": {"type": "RuntimeError", "mro": [], "message": "call before setup", "where": ""}}
+        spec, device = state["spec"], state["device"]
+        state["keep"].append(state.pop("last", None))  # freed by the call's own step, in its timed window
+        # For a call measured for memory, every large tensor is a fresh mapping, so that memory freed earlier and
+        # reused shows as new; calls timed for speed use the allocator as usual.
         _mmap_threshold(64 * 1024 if command.get("fresh_mappings") else 32 * 1024 * 1024)
         if command.get("fresh_mappings") and _MALLOC_TRIM is not None:
             _MALLOC_TRIM(0)
-        # Each call's inputs are its own: drawn from the grader's seed, at the lengths the grader drew for the call.
-        state["inputs"] = _timing_inputs(unit, {**state["spec"], "length": command.get("length", state["spec"]["length"])},
-                                         command["seed"])
-        _synchronize(state["device"])
-        if state["device"].startswith("cuda") and _CUDA_RESET_PEAK is not None:
-            _CUDA_RESET_PEAK(torch.device(state["device"]).index or 0)
-        return {"ok": True, "cuda_baseline": _cuda_peak_bytes(state["device"])}
-    if kind == "run":
-        inputs = state.pop("inputs", None)
-        if inputs is None:
-            return {"error": {"type": "RuntimeError", "mro": [], "message": "run before prepare", "where": ""}}
+        if device.startswith("cuda") and _CUDA_RESET_PEAK is not None:
+            _CUDA_RESET_PEAK(_DEVICE(device).index or 0)
+        baseline = _cuda_allocated_bytes(device)
+        call_spec = dict(spec)
+        call_spec["length"] = command.get("length", spec["length"])
         try:
-            output = state["path"](*inputs)
-            _synchronize(state["device"])
-        except BaseException as error:
-            return _error(error, chunks)
-        del inputs
+            output, inputs = _pair(_step(_SANDBOX["call"], (state["unit"], call_spec, command["seed"], state["pool"],
+                                                       state["path"], _DTYPES[spec["dtype"]]),
+                                   state["keep"], labels))
+            _synchronize(device)
+        except StepFailed as failed:
+            return failed.reply
         state["last"] = output
-        return {"done": command["nonce"]}
+        state["keep"].append(inputs)
+        return {"done": command["nonce"], "cuda_baseline": baseline}
     if kind == "sample":
         last = state.get("last")
-        if type(last) is not torch.Tensor or _TB.layout.__get__(last) != torch.strided:
-            return {"value": _encode(last)}  # not a plain tensor: the grader says so
-        shape = list(_TB.shape.__get__(last))
-        dtype = _TB.dtype.__get__(last)
-        return {"values": _entries(last, command["indices"]), "shape": shape,
-                "dtype": str(dtype).replace("torch.", ""), "device": str(_TB.device.__get__(last)),
+        if type(last) is not _TENSOR or _TB.layout.__get__(last) != _STRIDED:
+            try:
+                name = _QUALNAME(type(last))
+            except BaseException:
+                name = "value"
+            return {"value": {"type_name": str(name)[:300] if type(name) is str else "value", "repr": ""}}
+        modes = _modes_words()
+        if modes:
+            return {"error": {"type": "RuntimeError", "mro": [], "message": modes, "where": ""}}
+        with _NO_TORCH_FUNCTION():
+            shape = list(_TB.shape.__get__(last))
+            dtype = _TB.dtype.__get__(last)
+            on_gpu = _TB.is_cuda.__get__(last)
+            where = str(_TB.device.__get__(last))
+        if on_gpu or dtype not in _TYPESTRS:
+            values = _entries_on_gpu(last, command["indices"])
+        else:
+            values = _entries(last, command["indices"])
+        return {"values": values, "shape": shape, "dtype": str(dtype).replace("torch.", ""), "device": where,
                 "cuda_peak": _cuda_peak_bytes(state["device"])}
     return {"error": {"type": "ValueError", "mro": [], "message": f"unknown command {kind}", "where": ""}}
 
 
-def serve(namespace, chunks, commands, replies, unit=None):
-    """Answer the timing tier's commands until the grader closes the pipe."""
-    with os.fdopen(commands, "r", encoding="utf-8") as reader, os.fdopen(replies, "w", encoding="utf-8") as writer:
-        state = {}
-        for line in reader:
-            reply = _serve_one(namespace, chunks, json.loads(line), state, unit)
-            writer.write(json.dumps(reply) + "\n")
-            writer.flush()
+def serve(state, commands, replies):
+    """Answer the timing tier's commands, one JSON line each, until the grader closes the pipe."""
+    pending = b""
+    while True:
+        while b"\n" not in pending:
+            chunk = _OS_READ(commands, 1 << 16)
+            if not chunk:
+                return
+            pending += chunk
+        line, pending = pending.split(b"\n", 1)
+        command, _ = _SCAN(line.decode("utf-8"), 0)
+        reply = (_json(_serve_one(command, state)) + "\n").encode("utf-8")
+        view = memoryview(reply)
+        while view:
+            view = view[_OS_WRITE(replies, view):]
+
+
+def _timing_inputs(unit, spec, seed):
+    """The inputs of a score path for ``seed`` as a timing job makes them (for the in-kernel timing of nbgrader)."""
+    dtype = getattr(torch, spec["dtype"])
+    pool = _SANDBOX["pool_for"](torch, spec, spec["seed"], _pool_size(spec))
+    return unit.timing_inputs(spec, _SANDBOX["Draw"](pool, seed, spec["device"], dtype))
+
+
+def _score_path(namespace, spec, unit):
+    """The spec's score path as ``namespace`` wrote it, with the stand-ins of ``spec["stand_ins"]`` in place."""
+    swaps = {name: unit.STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
+    return _SANDBOX["path_with_stand_ins"](unit.score_path(namespace, spec), namespace, swaps)
 
 
 def pack(value):
@@ -512,14 +844,29 @@ def _grade_job(job_in, job_out):
 
 
 def _serve_job(job_in, job_out):
-    """A timing job: read the code, load it, then answer commands on the same two pipes."""
+    """A timing job: read the code, load it in a step of its own, then answer commands on the same two pipes
+    (see the comment above ``_OS_READ``)."""
     _, header = read_frame(job_in)
     submission = json.loads(header)
     _limit_self(submission.get("limits", {}))
+    _MAIN[0] = _THREAD_ID()
+    _ADD_AUDIT_HOOK(_audit)  # before any submitted code: it cannot be removed, and no other hook can be added
+    sys.modules["__main__"] = types.ModuleType("__main__")  # the worker is not to be found by its name
     chunks = submission["chunks"]
     unit = _unit_code(submission)
-    namespace, errors = _load(chunks, submission["filename"], submission.get("module", "submission"))
-    serve(namespace, chunks, job_in, job_out, unit)
+    name = submission.get("module", "submission")
+    module = types.ModuleType(name)
+    module.__file__ = submission["filename"]
+    module.__dict__["__builtins__"] = builtins
+    sys.modules[name] = module
+    state = {"unit": unit, "namespace": module.__dict__, "keep": [],
+             "labels": {chunk["label"]: chunk["source"].splitlines() for chunk in chunks}}
+    _GC_DISABLE()
+    try:
+        _step(_SANDBOX["load"], (chunks, module.__dict__), state["keep"], state["labels"])
+    except StepFailed as failed:  # threads left running at import: no command will be answered but with this
+        state["refused"] = failed.reply
+    serve(state, job_in, job_out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -667,7 +1014,9 @@ def _filter_system_calls(processes=True):
     """In the runner, as the job's user: load the seccomp filter (see REFUSED_CALLS); raises if it cannot.
 
     Without ``processes`` (a timing job) it refuses new processes too, threads apart: all the job's work is
-    then done in the runner's own threads, where the grader's CPU clock of the runner counts it.
+    then done in the runner's own threads, where the grader's CPU clock of the runner counts it; and exec,
+    which would make the process dumpable again (its /proc files its user's, ``clear_refs`` among them: the
+    memory figure's high-water mark could be restarted from inside).
     """
     import errno
 
@@ -684,7 +1033,7 @@ def _filter_system_calls(processes=True):
     rules.add_rule(refuse, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCSTI))
     rules.add_rule(refuse, "prctl", seccomp.Arg(0, seccomp.EQ, _PR_SET_DUMPABLE))
     if not processes:
-        for name in ("fork", "vfork"):
+        for name in ("fork", "vfork", "execve", "execveat"):
             rules.add_rule(refuse, name)
         rules.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, _CLONE_THREAD, 0))
     rules.load()

@@ -32,17 +32,14 @@ def scrambled_buckets(relative_position, bidirectional=True, num_buckets=32, max
 STAND_INS = {"scrambled_relative_positions": scrambled_relative_positions, "scrambled_buckets": scrambled_buckets}
 
 
-def timing_inputs(spec, generator):
-    """The inputs of a timed path, drawn from ``generator`` (seeded by the grader), in fresh storage."""
+def timing_inputs(spec, draw):
+    """The inputs of a timed path: ``draw(*shape)`` gives a tensor of the spec's dtype on its device, in fresh
+    storage, with values of its own for each call (the worker's Draw, from the grader's seed for the call)."""
     batch, heads, length, head_dim = spec["batch"], spec["heads"], spec["length"], spec["head_dim"]
-    device, dtype = spec["device"], getattr(torch, spec["dtype"])
-    q = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
-    k = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
+    q, k = draw(batch, heads, length, head_dim), draw(batch, heads, length, head_dim)  # (B, H, L, dh) each
     if spec["path"] == "shaw":
-        rel_k = torch.randn(2 * spec["max_relative"] + 1, head_dim, generator=generator).to(device=device, dtype=dtype)
-        return q, k, rel_k
-    table = torch.randn(spec["num_buckets"], heads, generator=generator).to(device=device, dtype=dtype)
-    return q, k, table
+        return q, k, draw(2 * spec["max_relative"] + 1, head_dim)  # rel_k: (2k + 1, dh)
+    return q, k, draw(spec["num_buckets"], heads)  # the T5 table: (num_buckets, H)
 
 
 def score_path(namespace, spec):

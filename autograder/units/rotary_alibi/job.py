@@ -24,15 +24,14 @@ def pair(value):
 VIEWS = {"pair": pair}
 
 
-def timing_inputs(spec, generator):
-    """q and k of the timed path (and for ALiBi a factor per head), drawn from ``generator`` (seeded by the grader
-    for each call, at the length the grader drew for it), in fresh storage."""
+def timing_inputs(spec, draw):
+    """q and k of the timed path (and for ALiBi a factor per head): ``draw(*shape)`` gives a tensor of the spec's
+    dtype on its device, in fresh storage, with values of its own for each call (the worker's Draw, from the
+    grader's seed for the call, at the length the grader drew for it)."""
     batch, heads, length, head_dim = spec["batch"], spec["heads"], spec["length"], spec["head_dim"]
-    device, dtype = spec["device"], getattr(torch, spec["dtype"])
-    q = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
-    k = torch.randn(batch, heads, length, head_dim, generator=generator).to(device=device, dtype=dtype)
+    q, k = draw(batch, heads, length, head_dim), draw(batch, heads, length, head_dim)  # (B, H, L, dh) each
     if spec["path"] == "alibi":  # each call's slopes its own: the student's slopes, each head's scaled anew
-        return q, k, (0.5 + 0.5 * torch.rand(heads, generator=generator)).to(device=device)
+        return q, k, 0.75 + 0.25 * draw(heads, dtype=torch.float32).tanh()  # (H,), in (0.5, 1)
     return q, k
 
 
