@@ -410,7 +410,7 @@ def test_a_class_run_in_the_container_gives_every_honest_member_its_own_score(im
     import io
 
     files, attacks, _, host = graded
-    members = [name for name in files if not name.startswith("attack_")]
+    members = [name for name in files if not name.startswith(("attack_", "timing_"))]
     names = [*members, *(f"attack_{name}" for name in CLASS_ATTACKS)]
     command = ("chmod -R go-rwx /class /autograder/source && cd /autograder/source && PYTHONPATH=. "
                "PYTHONDONTWRITEBYTECODE=1 /autograder/venv/bin/python -m autograder grade /class --out /results "
