@@ -106,42 +106,49 @@ def test_matplotlib_in_the_sandbox_writes_no_fontconfig_error():
     assert "Fontconfig" not in run.stderr, run.stderr
 
 
-def test_a_tree_thousands_deep_in_the_kernels_socket_folder_is_removed_with_the_kernel(tmp_path):
-    """The one host folder the kernel may write (its sockets' folder): whatever it leaves there goes when it ends,
-    a tree too deep for a recursive removal included (shutil.rmtree stopped with RecursionError there)."""
+# The first lines of a cell that writes in the kernel's socket folder: `folder` is its path, as the kernel sees it.
+IN_THE_SOCKET_FOLDER = ("import json, os, stat\nfrom ipykernel.connect import get_connection_file\n"
+                        "folder = os.path.dirname(json.load(open(get_connection_file()))['ip'])\n")
+
+
+def _socket_folders():
+    """The kernels' socket folders on this machine now."""
     import glob
     import tempfile
 
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "kernel-sockets-*")))
-    outputs = _run([
-        "import json, os\nfrom ipykernel.connect import get_connection_file\n"
-        "folder = os.path.dirname(json.load(open(get_connection_file()))['ip'])\n"
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "kernel-sockets-*")))
+
+
+def _run_in_the_socket_folder(cell, folder):
+    """Run ``IN_THE_SOCKET_FOLDER + cell`` in a sandboxed kernel; its output, once the kernel has left no folder."""
+    before = _socket_folders()
+    outputs = _run([IN_THE_SOCKET_FOLDER + cell], folder)
+    left = _socket_folders() - before
+    assert left == set(), f"the kernel's socket folder survived it: {left}"
+    return outputs[0]
+
+
+def test_a_tree_thousands_deep_in_the_kernels_socket_folder_is_removed_with_the_kernel(tmp_path):
+    """The one host folder the kernel may write (its sockets' folder): whatever it leaves there goes when it ends,
+    a tree too deep for a recursive removal included (shutil.rmtree stopped with RecursionError there)."""
+    output = _run_in_the_socket_folder(
         "fd = os.open(folder, os.O_RDONLY)\n"
         "try:\n"
         "    for _ in range(3000):\n        os.mkdir('d', dir_fd=fd)\n        inner = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
         "        os.close(fd)\n        fd = inner\n"
         "    open('leaf', 'w', opener=lambda name, flags: os.open(name, flags, dir_fd=fd)).write('x')\n"
         "except OSError as error:\n    print('stopped:', error.strerror)\n"  # where the folder is bounded (root)
-        "print('deep', folder)",
-    ], tmp_path)
-    assert "deep " in outputs[0], outputs
-    left = set(glob.glob(os.path.join(tempfile.gettempdir(), "kernel-sockets-*"))) - before
-    assert left == set(), f"the kernel's socket folder survived it: {left}"
+        "print('deep', folder)", tmp_path)
+    assert "deep " in output, output
 
 
 def test_the_kernels_socket_folder_is_bounded_and_private(tmp_path):
     """Where the grader is root, the socket folder is a file system of its own of SOCKET_FOLDER_BYTES: a notebook
     that writes far more there is stopped at the bound (before, it wrote hundreds of MiB into the host's /tmp).
     Everywhere it is the grader's user's alone (mode 0700), and gone once the kernel ends."""
-    import glob
-    import tempfile
-
     from autograder.sandbox import kernel
 
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "kernel-sockets-*")))
-    outputs = _run([
-        "import json, os, stat\nfrom ipykernel.connect import get_connection_file\n"
-        "folder = os.path.dirname(json.load(open(get_connection_file()))['ip'])\n"
+    output = _run_in_the_socket_folder(
         "print('mode', oct(stat.S_IMODE(os.stat(folder).st_mode)))\n"
         "written = 0\n"
         "try:\n"
@@ -149,11 +156,8 @@ def test_the_kernels_socket_folder_is_bounded_and_private(tmp_path):
         "        for _ in range(64):\n            handle.write(b'x' * 2 ** 20)\n            handle.flush()\n"
         "            written += 2 ** 20\n"
         "except OSError as error:\n    print('stopped', error.strerror)\n"
-        "print('written', written)",
-    ], tmp_path)
-    assert "mode 0o700" in outputs[0], outputs
-    written = int(outputs[0].split("written ")[1].split()[0])
+        "print('written', written)", tmp_path)
+    assert "mode 0o700" in output, output
+    written = int(output.split("written ")[1].split()[0])
     if os.geteuid() == 0:
-        assert "stopped" in outputs[0] and written <= kernel.SOCKET_FOLDER_BYTES, outputs
-    left = set(glob.glob(os.path.join(tempfile.gettempdir(), "kernel-sockets-*"))) - before
-    assert left == set(), f"the kernel's socket folder survived it: {left}"
+        assert "stopped" in output and written <= kernel.SOCKET_FOLDER_BYTES, output

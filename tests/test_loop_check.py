@@ -90,10 +90,15 @@ def chain_program(base, steps, cells, refused=None, refused_at=0):
     kinds = list(steps)
     if refused is not None:
         kinds.insert(min(refused_at, len(kinds)), refused)
-    current = "_base"
-    for number, kind in enumerate(kinds):
-        new = "shaw_scores" if number == len(kinds) - 1 else f"f{number}"
-        template = REFUSED_STEPS.get(kind) or STEPS[kind]
+    return bound_through(chunks, "_base", [REFUSED_STEPS.get(kind) or STEPS[kind] for kind in kinds], cells)
+
+
+def bound_through(chunks, current, templates, cells):
+    """``chunks`` (texts) with ``current`` bound to shaw_scores through the step ``templates`` in turn (each
+    formatted with cur, new and n), a cell break before step i where cells[i]; as (label, text) pairs."""
+    chunks = list(chunks)
+    for number, template in enumerate(templates):
+        new = "shaw_scores" if number == len(templates) - 1 else f"f{number}"
         code = template.format(cur=current, new=new, n=number)
         if number < len(cells) and cells[number]:
             chunks.append(code)

@@ -13,7 +13,6 @@ that imports torch, numpy, math or einops in any of the usual ways gives no find
 import importlib.util
 import sys
 import textwrap
-import types
 import uuid
 
 import pytest
@@ -22,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.core.loop_check import findings
+from test_loop_check import bound_through, run_program
 
 SHAW_PATH = ["shaw_scores", "clipped_relative_positions"]
 HEADER = "import functools\nimport sys\nimport types\n\nimport torch\n\n"
@@ -43,19 +43,6 @@ HELPER = textwrap.dedent('''
 
 def _refused(found):
     return [text for kind, text in found if kind == "refused"]
-
-
-def run_program(chunks):
-    """Run the chunks as the worker does (one module, cell after cell) and return its shaw_scores."""
-    name = f"_fail_closed_program_{uuid.uuid4().hex}"
-    module = types.ModuleType(name)
-    sys.modules[name] = module
-    try:
-        for label, text in chunks:
-            exec(compile(text, label, "exec"), module.__dict__)
-        return module.shaw_scores
-    finally:
-        del sys.modules[name]
 
 
 @pytest.fixture
@@ -291,16 +278,7 @@ def outside_program(way, steps, cells):
     chunks = [HEADER + "def shaw_scores(q):\n    return q * 2\n"]
     new = "shaw_scores" if not steps else "_outside"
     chunks.append(WAYS_IN[way].format(m=module, new=new, n="w"))
-    current = new
-    for number, kind in enumerate(steps):
-        new = "shaw_scores" if number == len(steps) - 1 else f"f{number}"
-        code = STEPS[kind].format(cur=current, new=new, n=number)
-        if number < len(cells) and cells[number]:
-            chunks.append(code)
-        else:
-            chunks[-1] += "\n\n" + code
-        current = new
-    return [(f"cell {number + 1}", text) for number, text in enumerate(chunks)]
+    return bound_through(chunks, new, [STEPS[kind] for kind in steps], cells)
 
 
 chains = st.lists(st.sampled_from(sorted(STEPS)), max_size=5)
@@ -359,18 +337,9 @@ def honest_program(imports, local, steps, cells):
         calls = f"helper{n}({calls})"
     base = helpers + f"def _base(q):\n    return {calls} * 2\n"
     chunks = [header + "\n\ndef shaw_scores(q):\n    return q\n\n\n" + base]
-    current = "_base"
-    for number, kind in enumerate(steps):
-        new = "shaw_scores" if number == len(steps) - 1 else f"f{number}"
-        code = STEPS[kind].format(cur=current, new=new, n=number)
-        if number < len(cells) and cells[number]:
-            chunks.append(code)
-        else:
-            chunks[-1] += "\n\n" + code
-        current = new
     if not steps:
         chunks[-1] += "\n\nshaw_scores = _base\n"
-    return [(f"cell {number + 1}", text) for number, text in enumerate(chunks)]
+    return bound_through(chunks, "_base", [STEPS[kind] for kind in steps], cells)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
