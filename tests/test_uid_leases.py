@@ -8,7 +8,10 @@ folder only root may enter): no lock is mocked. Shown:
 * hypothesis draws interleavings of acquire, release and crash (kill -9 of a holder) across three processes
   sharing two ids: no id is ever held twice, an acquire fails only when every id is held, and a crashed
   holder's ids are free again at once, what its jobs left (a process, a folder) cleared before they serve;
-* the lease files cannot be opened by a job's user, so no job can take or hold a lease.
+* the lease files cannot be opened by a job's user, so no job can take or hold a lease;
+* a job's keeper (the one process that kills what runs as its id when the job ends) holds the id's lease too,
+  so when a grader crashes its ids are free only once its keepers have ended: a job another grader starts on
+  such an id is never killed by the crashed grader's keeper (hypothesis draws when the crash comes).
 """
 
 import os
@@ -22,7 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from autograder.sandbox import users
+from autograder.sandbox import server, users
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="job users are leased and run by root")
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,4 +225,118 @@ def test_no_interleaving_of_acquire_release_and_crash_holds_an_id_twice(steps):
     finally:
         for holder in holders:
             holder.close()
+        subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+def _session_of(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = state[state.rfind(")") + 2:].split()
+    return int(fields[3]) if fields[0] not in "ZX" else None
+
+
+def _live_in_session(session):
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and _session_of(entry) == session]
+
+
+def _start_as(uid):
+    return subprocess.Popen(["/bin/sleep", "300"], user=uid, group=uid, extra_groups=[], start_new_session=True,
+                            cwd="/")
+
+
+def test_a_job_s_keeper_holds_its_user_s_lease_until_it_has_ended(tmp_path, monkeypatch):
+    """Regression (issue 23, point 8): the lease was the grader's alone. A grader that died left its ids free at
+    once, while its jobs' keepers lived on, and each, ending its job, killed every process of its id: for about a
+    second, the job of another grader that had leased the id meanwhile. The grader's own hold is dropped here as
+    its death drops it (the kernel closes its descriptors): the id must stay leased until the keeper is gone."""
+    monkeypatch.setenv(users.LEASES_VARIABLE, str(tmp_path / "leases"))
+    pool = users.UserPool([UID], folders=[])
+    forks = server.ForkServer(sandboxed=server.JOB_USERS, users=pool)
+    folder = users.lease_folder()
+    try:
+        job = forks.spawn({"mode": "serve"})
+        assert users.take_lease(folder, UID) is None
+        pool._leases[UID].close()  # the grader's hold gone, as in a crash
+        taken = users.take_lease(folder, UID)
+        assert taken is None, "the id was free again while its job's keeper lived"
+        job.stop()  # the keeper ends (and the grader gives back nothing more: its hold is gone)
+        deadline = time.monotonic() + 10
+        while (taken := users.take_lease(folder, UID)) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert taken is not None, "the id stayed leased after its keeper ended"
+        taken.close()
+    finally:
+        os.close(folder)
+        forks.close()
+        pool.close()
+
+
+# A grader that starts tier-C jobs that wait for their first frame, says its fork server's pid and the ids its jobs
+# run as, and waits to be killed.
+GRADER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from autograder.sandbox import server, users
+
+pool = users.UserPool([int(uid) for uid in sys.argv[2].split(",")], folders=[])
+forks = server.ForkServer(sandboxed=server.JOB_USERS, users=pool)
+jobs = [forks.spawn({"mode": "serve"}) for _ in range(int(sys.argv[3]))]
+print(forks.process.pid, *[job.user.uid for job in jobs], flush=True)
+time.sleep(600)
+"""
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=st.integers(1, 2), pause=st.floats(0, 0.3))
+def test_no_job_another_grader_starts_on_a_crashed_grader_s_id_is_killed_by_that_grader_s_keepers(jobs, pause):
+    """A grader is killed (-9) with tier-C jobs running; this test, as a second grader, leases each of its ids the
+    moment it can and starts a job as that id at once. When the crashed grader's keepers have all ended, every
+    job started here is still running: none was killed by a keeper of a grader that no longer holds its id."""
+    base = Path(tempfile.mkdtemp(prefix="leases-"))
+    base.chmod(0o711)  # the job users pass through it to their folders
+    environment = {**os.environ, users.LEASES_VARIABLE: str(base / "leases"), "TMPDIR": str(base)}
+    grader = subprocess.Popen([sys.executable, "-I", "-c", GRADER, str(ROOT), f"{UID},{OTHER}", str(jobs)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    started, leases, session = [], [], None
+    try:
+        said = grader.stdout.readline().split()
+        assert len(said) == 1 + jobs, f"the grader did not start its jobs: {grader.stderr.read() if grader.poll() is not None else ''}"
+        session, ids = int(said[0]), [int(uid) for uid in said[1:]]
+        time.sleep(pause)
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+        folder = os.open(base / "leases", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            deadline = time.monotonic() + 30
+            waiting = list(ids)
+            while waiting and time.monotonic() < deadline:
+                for uid in list(waiting):
+                    lease = users.take_lease(folder, uid)
+                    if lease is not None:
+                        leases.append(lease)
+                        started.append(_start_as(uid))
+                        waiting.remove(uid)
+            assert not waiting, f"ids {waiting} stayed leased after their grader died"
+        finally:
+            os.close(folder)
+        deadline = time.monotonic() + 30
+        while _live_in_session(session) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not _live_in_session(session), "the crashed grader's fork server or keepers outlived it"
+        time.sleep(0.1)
+        killed = [job.args for job in started if job.poll() is not None]
+        assert not killed, "a crashed grader's keeper killed a job of the grader that leased its id after it"
+    finally:
+        for job in started:
+            job.kill()
+            job.wait()
+        for lease in leases:
+            lease.close()
+        if grader.poll() is None:
+            grader.kill()
+            grader.wait()
+        if session is not None:
+            _end(_live_in_session(session))
         subprocess.run(["rm", "-rf", str(base)], check=False)

@@ -510,6 +510,8 @@ class ForkServer:
             null = os.open(os.devnull, os.O_WRONLY)
         sent = [lifeline_child.fileno(), job_in, job_out, stdout if stdout is not None else null,
                 stderr if stderr is not None else null]
+        if user is not None:  # the keeper holds the id's lease as long as it lives (see users.Lease)
+            sent.append(self.users.lease_descriptor(user))
         try:
             with self._lock:
                 for attempt in (1, 2):

@@ -19,6 +19,10 @@ take or hold one), and the kernel drops the lock when its holder dies, so a cras
 grader kills the processes of a user id only while it holds that id's lease; where no id is free it
 waits, for a bounded time, then says so (a fault of the machine, never the student's).
 
+The job's keeper holds the same lease (the grader sends it the lease's descriptor with the job), so a
+grader that crashes leaves each of its ids leased until that id's keeper, which kills what runs as it when
+its job ends, has ended too: another grader's job on that id can never be killed by it.
+
 When a job ends, its keeper has killed every process of its user (``worker._end_user``); ``release``
 makes sure of that again, removes the job's folder and everything its user owns in the writable
 folders (``cleanup.remove``: whatever tree the job made), and only then gives the user id back. A user
@@ -463,6 +467,13 @@ class UserPool:
             self._give_back(uid, lost=True)
             raise
         return JobUser(uid, folder)
+
+    def lease_descriptor(self, user):
+        """The descriptor of ``user``'s lease, for the job's keeper to hold too (see ``worker._keeper``): the
+        lock is the open file's, so the id stays leased until this grader gives it back *and* the keeper,
+        the one process that kills what runs as that id, has ended, even where this grader dies first."""
+        with self._changed:
+            return self._leases[user.uid].fd
 
     def _lease_a_free_id(self):
         """(id, Lease) of the first of this pool's free ids that no other grader holds, or (None, None)."""

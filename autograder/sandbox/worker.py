@@ -27,6 +27,7 @@ the grader times each call from its own process.
 import _thread
 import builtins
 import ctypes
+import fcntl
 import gc
 import json
 import json.encoder
@@ -893,7 +894,10 @@ def _serve_job(job_in, job_out):
 # a seccomp filter that refuses what a grading job never needs (sockets other than Unix ones,
 # ptrace, namespaces, mounts, keyrings, BPF, System V IPC...), and only then runs the code. The
 # keeper is a subreaper: when the runner ends, it kills every process of the job's user, wherever
-# it went, and reaps them, before it reports the exit status.
+# it went, and reaps them, before it reports the exit status. The request comes with a sixth
+# descriptor, the user id's lease (users.Lease, an flock): the keeper holds it until it leaves, so
+# that the id is never leased to another grader while a keeper that would kill its processes lives,
+# not even when the grader that started the job has crashed. Its job never holds it.
 
 _libc_handle = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
@@ -1039,16 +1043,19 @@ def _filter_system_calls(processes=True):
     rules.load()
 
 
-def _end_user(uid):
+def _end_user(uid, lease=None):
     """In the keeper: kill every process of user ``uid`` and reap the ones that came back here; whether none is left.
 
     A process of that user is forked to signal them all at once (kill(-1) from it reaches its own user's
-    processes only, and spares itself), until /proc shows none alive.
+    processes only, and spares itself), until /proc shows none alive. It lets go of ``lease`` (the
+    keeper's descriptor of the id's lease) before it becomes that user.
     """
     for _ in range(200):
         pid = os.fork()
         if pid == 0:
             try:
+                if lease is not None:
+                    os.close(lease)
                 os.setresuid(uid, uid, uid)
                 os.kill(-1, signal.SIGKILL)
             finally:
@@ -1161,10 +1168,15 @@ def _keeper(request, received, isolate, keep):
     """The keeper of one job (see above). Never returns."""
     lifeline = socket.socket(fileno=received[0])
     fds = {"in": received[1], "out": received[2], "stdout": received[3], "stderr": received[4]}
+    lease = received[5] if len(received) > 5 else None  # held until this process leaves; never the job's
     try:
         if _SECCOMP is not None and not (isinstance(request.get("uid"), int) and request["uid"] >= 1000
                                          and isinstance(request.get("gid"), int) and request["gid"] >= 1000):
             raise ValueError("a job of a --users server must name its own unprivileged user")
+        if "uid" in request:  # the grader's lock on the id, the same open file: taking it again cannot block
+            if lease is None:
+                raise ValueError("a job with a user of its own must come with that user's lease")
+            fcntl.flock(lease, fcntl.LOCK_EX | fcntl.LOCK_NB)
         if isolate:
             _enter_namespaces()
         if "uid" in request:  # no PID namespace: what the job leaves running comes back here, to be ended
@@ -1174,6 +1186,8 @@ def _keeper(request, received, isolate, keep):
         pid = os.fork()
         if pid == 0:
             lifeline.detach()
+            if lease is not None:
+                os.close(lease)
             os.close(alive_write)
             os.close(status_read)
             _first(request, fds, isolate, alive_read, status_write, keep)
@@ -1195,7 +1209,7 @@ def _keeper(request, received, isolate, keep):
                 break
         os.waitpid(pid, 0)
         report = os.read(status_read, 4096) or json.dumps({"exit": -signal.SIGKILL}).encode()
-        if "uid" in request and not _end_user(request["uid"]):
+        if "uid" in request and not _end_user(request["uid"], lease):
             report = json.dumps({"failed": f"processes of the job's user {request['uid']} outlived it"}).encode()
         try:
             lifeline.sendall(report + b"\n")
@@ -1226,10 +1240,10 @@ def zygote(control_fd, isolate, keep=(), users=False):
                 break
         if not select.select([control], [], [], 1.0)[0]:
             continue
-        message, received, _, _ = socket.recv_fds(control, 1 << 16, 5)
+        message, received, _, _ = socket.recv_fds(control, 1 << 16, 6)
         if not message:
             return
-        if len(received) != 5:
+        if len(received) not in (5, 6):
             for fd in received:
                 os.close(fd)
             continue
