@@ -171,6 +171,13 @@ LOADERS = {
                                    "import_path('/tmp/patches_torch.py', root='/tmp')\n\n\n"
                                    "def shaw_scores(q):\n    return q @ q\n"),
     "timeit_with_text": "import timeit\ntimeit.timeit('import sys')\n\n\ndef shaw_scores(q):\n    return q * 2\n",
+    "torch_library_impl": ("import torch\n_lib = torch.library.Library('aten', 'IMPL')\n"
+                           "_lib.impl('index_select', lambda self, dim, index: self, 'CPU')\n\n\n"
+                           "def shaw_scores(q):\n    return q * 2\n"),
+    "torch_library_register_kernel": ("import torch\n\n\n@torch.library.register_kernel('aten::mm', 'cpu')\n"
+                                      "def _mm(a, b):\n    return a\n\n\ndef shaw_scores(q):\n    return q @ q\n"),
+    "from_torch_library": ("from torch.library import Library as _Kernels\n_Kernels('aten', 'IMPL')\n\n\n"
+                           "def shaw_scores(q):\n    return q * 2\n"),
     "torch_fx": "import torch.fx\nshaw_scores = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())\n",
     "compilation_unit": "import torch\nshaw_scores = torch.jit.CompilationUnit('def f(q):\\n    return q\\n').f\n",
     "type_hints": ("import typing\n\n\ndef shaw_scores(q: 'exec(\"\")'):\n    return q\n\n\n"

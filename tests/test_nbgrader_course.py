@@ -33,6 +33,7 @@ from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.ways_in.nbgrader_bridge import BoundedExecute
 from nbgrader_class import autograde_class, shard_courses, submit_class, submitted
 from red_team_corpus import corpus, processes_named, student_notebook
+from timing_attacks import forged
 from conftest import NOTEBOOK, REFERENCE, UNIT
 
 ASSIGNMENT = rubric.ASSIGNMENT
@@ -109,6 +110,14 @@ def _class_of_students(release_notebook, reference_text):
                                 "outputs": [], "source": HOSTILE_CELL})
     students["disarms_the_checks"] = hostile
     students["deleted_grade_cell"] = _without(students["reference"], "shaw_scale")
+    # The reference, with its timed path fast and wrong at the timing sizes, and json patched in the notebook's
+    # shaw_scores cell to write the right entries into the timing job's reply (tests/timing_attacks.py). The loop
+    # check reads nothing wrong in it: only the timing job's own defences stand between it and 8 points.
+    forger = json.loads(json.dumps(students["reference"]))
+    for cell in forger["cells"]:
+        if _grade_id(cell) == "shaw_scores":
+            cell["source"] = _source(cell).rstrip("\n") + "\n" + forged("")
+    students["forges_the_timing_sample"] = forger
     return students
 
 
@@ -271,6 +280,16 @@ def test_a_wrong_answer_loses_only_its_own_task_and_the_timing_of_its_path(cours
         untimed = {path.test for path in rubric.TIMED_PATHS if task in path.requires}
         assert {rubric.TEST_BY_ID[test].task for test in lost - untimed} == {task}, (name, lost)
         assert {test for test in lost if rubric.TEST_BY_ID[test].task == "timing"} == untimed, (name, lost)
+
+
+def test_a_notebook_that_forges_the_timing_job_s_reply_gets_no_timing_points(course):
+    """Issue 23 through nbgrader: `nbgrader autograde` grades with the same timing job as the command line, so
+    patching json in the notebook forges nothing. It loses the 8 points of the path it made wrong, and no more."""
+    scores = course.graded.scores("forges_the_timing_sample")
+    assert scores == {test.id: 0 if test.id == "shaw_speed" else test.points for test in rubric.TESTS}, scores
+    cell = next(cell for cell in course.graded.autograded("forges_the_timing_sample")["cells"]
+                if _grade_id(cell) == "shaw_speed")
+    assert "differs from the reference" in json.dumps(cell["outputs"]), cell["outputs"]
 
 
 def test_the_reference_notebook_runs_top_to_bottom_without_an_error(course):

@@ -257,6 +257,9 @@ _REFUSED_PATHS = {  # modules, and attributes of modules, by dotted path
     "functools.singledispatchmethod": "runs the text of annotations as code (functools.singledispatchmethod)",
     # The trusted libraries' ways of building or loading code the check cannot read.
     "torch.fx": "builds code from a graph (torch.fx)",
+    # A kernel registered for one of torch's own operations runs wherever that operation does: in the timed path
+    # unseen, and in the job's own reads of the outputs on a GPU.
+    "torch.library": "replaces torch's own operations with kernels of its own (torch.library)",
     "torch.jit.CompilationUnit": "compiles text as TorchScript code (torch.jit.CompilationUnit)",
     "torch.ops.load_library": "loads compiled code (torch.ops.load_library)",
     "torch.classes.load_library": "loads compiled code (torch.classes.load_library)",
