@@ -13,6 +13,7 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
                                      tensor_check)
+from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.positional_encodings.cases.relative_positions import distances
 from autograder.units.positional_encodings.job import scrambled_relative_positions
 from solutions import positional_encodings as ref
@@ -29,6 +30,16 @@ HINTS = {
                                "axis that is dropped or mixed up when its length is 1",
     ("dtype", "dtype float64"): "look at where your scores take their dtype: keep q's dtype throughout",
     ("scale", "an explicit scale"): "look at how the scale argument is used",
+    ("scale", "scale 0.0"): "0.0 is a scale like any other: test `scale is None`, not `if not scale` or "
+                            "`scale or ...`, which take 0.0 for \"not given\"",
+    ("dtype", "dtype float16"): "half precision goes wrong: keep q's dtype, and build nothing in float32 that the "
+                                "result then mixes with",
+    ("dtype", "dtype bfloat16"): "bfloat16 goes wrong: keep q's dtype, and build nothing in float32 that the "
+                                 "result then mixes with",
+    ("passing", "max_relative_position by keyword"): "a call that names max_relative_position= fails: keep the "
+                                                     "parameter names of the signature you were given",
+    ("clipping", "k = 0"): "with k = 0 every distance is clipped to 0 and rel_k has one row: look for a range or "
+                           "a slice that comes out empty when k is 0",
     ("clipping", "distances clipped"): "the cases where some |j - i| exceeds k fail: look at how the relative "
                                        "vectors are picked for far keys",
 }
@@ -42,15 +53,36 @@ def _scores(q, k, rel_k, index, content_scale, relative_scale):
     return content_scale * content + relative_scale * relative
 
 
+# Half precision: the reference's own rounding differs from any other correct order of operations by up to a
+# dot product's rounding error, dh * eps * sum |q_i k_i| (and the same for rel_k), so each entry's tolerance is
+# that bound, from the inputs; every known mistake changes entries by far more (a factor of sqrt(dh), a term).
+HALF = (torch.float16, torch.bfloat16)
+
+
+def _half_tolerance(q, key, rel_k, index, used, dtype):
+    eps = torch.finfo(dtype).eps
+    wide = [t.to(torch.float64).abs() for t in (q, key, rel_k)]
+    products = wide[0] @ wide[1].transpose(-2, -1) + torch.einsum("bhqd,qkd->bhqk", wide[0], wide[2][index])
+    return 2 * q.shape[-1] * eps * abs(used) * products + 1e-3
+
+
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=None, dtype=torch.float32,
-          scored=True):
+          scored=True, k_by_keyword=False):
     def randn(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
     q, key, rel_k = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim), randn(2 * k + 1, head_dim)
     kwargs = {} if scale is None else {"scale": scale}
-    label = call_label(NAME, [q, key, rel_k, k], kwargs)
-    expected = ref.shaw_scores(q, key, rel_k, k, scale=scale)
+    args = [q, key, rel_k]
+    if k_by_keyword:
+        kwargs = {"max_relative_position": k, **kwargs}
+    else:
+        args.append(k)
+    label = call_label(NAME, args, kwargs)
+    if dtype in HALF:  # the exact scores of the half inputs, rounded once
+        expected = ref.shaw_scores(q.double(), key.double(), rel_k.double(), k, scale=scale).to(dtype)
+    else:
+        expected = ref.shaw_scores(q, key, rel_k, k, scale=scale)
     used = 1 / math.sqrt(head_dim) if scale is None else scale
     default = 1 / math.sqrt(head_dim)
     index = ref.clipped_relative_positions(length_q, length_k, k)
@@ -73,11 +105,20 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
     mistakes.append(Mistake("the relative vectors are picked by i - j; use the index of clipped_relative_positions, "
                             "built from j - i.", lambda: _scores(q, key, rel_k, transposed, used, used)))
     tolerance = 1e-10 if dtype == torch.float64 else 5e-5
+    rtol = tolerance
+    if dtype in HALF:  # one bound per entry for either index the call may use (its own, or the stand-in's)
+        tolerance = torch.maximum(_half_tolerance(q, key, rel_k, index, used, dtype),
+                                  _half_tolerance(q, key, rel_k, stand_in, used, dtype))
+        rtol = torch.finfo(dtype).eps
+        wide = q.double(), key.double(), rel_k.double()
+        mistakes = [Mistake(mistake.explain, lambda mistake=mistake: mistake.output().double()) for mistake in mistakes]
     key_scores = q @ key.transpose(-2, -1)  # (B, H, Lq, Lk), unscaled
     substitute = {"name": "clipped_relative_positions", "stand_in": "scrambled_relative_positions", "key": list(key_)}
-    check = tensor_check(label, expected, atol=tolerance, rtol=tolerance, mistakes=mistakes,
-                         also_accept=_scores(q, key, rel_k, stand_in, used, used).to(dtype),
-                         axes=("batch", "head", "query", "key"), factors=score_factors(head_dim, scale),
+    also = (_scores(*wide, stand_in, used, used) if dtype in HALF else _scores(q, key, rel_k, stand_in, used, used))
+    check = tensor_check(label, expected, atol=tolerance, rtol=rtol, mistakes=mistakes,
+                         also_accept=also.to(dtype),
+                         axes=("batch", "head", "query", "key"),
+                         factors=score_factors(head_dim, scale if scale else None),
                          coordinates={"|j - i|": distances(length_q, length_k).abs()}, advice=ADVICE,
                          inputs=("q", "k", "rel_k"),
                          terms={"q . k": (key_scores, used), "q . rel_k": (_scores(q, key, rel_k, index, 0, 1), used)},
@@ -86,15 +127,52 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
     features = {"lengths": lengths(length_q, length_k), "heads": "one head" if heads == 1 else "several heads",
                 "batch": "batch 1" if batch == 1 else "batch > 1",
                 "size 1": size_one(batch, heads, length_q, length_k), "dtype": f"dtype {str(dtype)[6:]}",
-                "scale": "the default scale" if scale is None else "an explicit scale",
-                "clipping": "distances clipped" if max(length_q, length_k) - 1 > k else "no distance beyond k"}
+                "scale": "the default scale" if scale is None else "scale 0.0" if scale == 0 else "an explicit scale",
+                "clipping": ("k = 0" if k == 0 else "distances clipped" if max(length_q, length_k) - 1 > k
+                             else "no distance beyond k"),
+                "length order": _order(length_q, length_k),
+                "passing": "max_relative_position by keyword" if k_by_keyword else "max_relative_position by position"}
     sizes = {"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim, "k": k, "2k + 1": 2 * k + 1}
-    return Case(test, label, call_probe(NAME, [q, key, rel_k, k], kwargs, substitute=substitute), check,
+    return Case(test, label, call_probe(NAME, args, kwargs, substitute=substitute), check,
                 features=features, sizes=sizes, scored=scored)
 
 
+def _order(length_q, length_k):
+    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
+
+
+# The contract: what the docstring lets vary, each level sent by some case of shaw_edge_cases, every pair of levels
+# together in one (autograder/core/contracts.py).
+def _from_contract(levels, rng, generator):
+    order, clipping = levels["length order"], levels["clipping"]
+    k = 0 if clipping == "k = 0" else rng.randint(1, 3)
+    if clipping == "no distance beyond k":  # every |j - i| <= k: both lengths at most k + 1
+        small, large = rng.randint(1, k), k + 1
+    else:  # some |j - i| > k
+        small, large = rng.randint(2, 4), rng.randint(max(k + 2, 5), 9)
+    length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
+    dtype = getattr(torch, levels["dtype"].split()[-1])
+    scale = {"the default scale": None, "an explicit scale": rng.choice([0.25, 0.5, 2.0]), "scale 0.0": 0.0}[
+        levels["scale"]]
+    return _case("shaw_edge_cases", generator, 1 if levels["batch"] == "batch 1" else 2,
+                 1 if levels["heads"] == "one head" else rng.randint(2, 3), length_q, length_k,
+                 2 * rng.randint(2, 6), k, scale=scale, dtype=dtype,
+                 k_by_keyword=levels["passing"] == "max_relative_position by keyword")
+
+
+CONTRACT = Contract(NAME, (
+    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    Factor("length order", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("heads", ("one head", "several heads")),
+    Factor("batch", ("batch 1", "batch > 1")),
+    Factor("scale", ("the default scale", "an explicit scale", "scale 0.0")),
+    Factor("clipping", ("k = 0", "distances clipped", "no distance beyond k")),
+    Factor("passing", ("max_relative_position by position", "max_relative_position by keyword")),
+), _from_contract)
+
+
 def build(rng, generator):
-    return [
+    return contract_cases(CONTRACT, rng, generator) + [
         _case("shaw_values", generator, 2, 3, 7, 7, 8, 2),
         _case("shaw_values", generator, 1, 4, 5, 9, 16, 3),
         _case("shaw_values", generator, 3, 2, 12, 4, 4, 1),

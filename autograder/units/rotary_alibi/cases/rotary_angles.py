@@ -8,6 +8,7 @@ the position: 1e-5 + 2e-7 * |t| (at t = 10^5 that is 0.02, still far below what 
 import torch
 
 from autograder.core.cases import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
+from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
 NAME = "rotary_angles"
@@ -17,6 +18,13 @@ HINTS = {
     ("base", "base passed"): "the base argument seems not to be used",
     ("positions", "float positions"): "integer positions work, fractional ones (from scaled_positions) do not: "
                                       "convert the positions to a float dtype before multiplying",
+    ("dtype", "dtype float16"): "float16 goes wrong: compute the angles in float64 (or float32) and round to the "
+                                "dtype asked for once, at the end",
+    ("dtype", "dtype bfloat16"): "bfloat16 goes wrong: compute the angles in float64 (or float32) and round to the "
+                                 "dtype asked for once, at the end",
+    ("shape", "a scalar"): "a 0-d position goes wrong: cos and sin have shape positions.shape + (dh // 2,), so () "
+                           "gives (dh // 2,)",
+    ("base", "base by keyword"): "a call that names base= goes wrong: keep the parameter names of the signature",
 }
 ADVICE = (
     (r"from position \d{3,} on", "An error that appears only at large positions is one of precision: compute "
@@ -52,23 +60,60 @@ def _mistakes(positions, head_dim, base, dtype):
          if positions.is_floating_point() else [])
 
 
-def _case(test, positions, head_dim, base=None, dtype=None, scored=True):
-    args = [positions, head_dim] + ([base] if base is not None else [])
+def _case(test, positions, head_dim, base=None, dtype=None, scored=True, base_by_keyword=False):
+    args = [positions, head_dim] + ([base] if base is not None and not base_by_keyword else [])
     kwargs = {} if dtype is None else {"dtype": dtype_arg(dtype)}
+    if base is not None and base_by_keyword:
+        kwargs = {"base": base, **kwargs}
     label = call_label(NAME, args, kwargs)
     used_base, used_dtype = 10000.0 if base is None else base, dtype or torch.float32
     cos, sin = ref.rotary_angles(positions, head_dim, used_base, dtype=used_dtype)
     expected = torch.stack((cos, sin))  # (2, ..., dh/2): the pair as the grader reads it
-    atol = (1e-5 + 2e-7 * positions.to(torch.float64).abs())[..., None] if positions.numel() else 1e-5
+    # A half dtype: cos and sin rounded once from the exact angle; another correct order of rounding is one unit
+    # in the last place away.
+    floor = torch.finfo(used_dtype).eps if used_dtype in (torch.float16, torch.bfloat16) else 1e-5
+    atol = (floor + 2e-7 * positions.to(torch.float64).abs())[..., None] if positions.numel() else floor
     check = tensor_check(label + " as (cos, sin), stacked", expected, atol=atol, rtol=0.0,
                          mistakes=_mistakes(positions, head_dim, used_base, used_dtype),
                          axes=("cos/sin",) + ("position",) * positions.dim() + ("pair",), advice=ADVICE)
-    features = {} if positions.numel() <= 1 else {
+    features = {
         "dtype": f"dtype {str(used_dtype).replace('torch.', '')}",
-        "base": "base passed" if base is not None and base != 10000.0 else "the default base",
-        "positions": "float positions" if positions.is_floating_point() else "integer positions"}
+        "base": ("the default base" if base is None or base == 10000.0 else "base by keyword" if base_by_keyword
+                 else "base passed"),
+        "positions": "float positions" if positions.is_floating_point() else "integer positions",
+        "positions dtype": f"{str(positions.dtype).replace('torch.', '')} positions",
+        "shape": {0: "a scalar", 1: "a line"}.get(positions.dim(), "a grid"),
+        "head_dim": "head_dim 2" if head_dim == 2 else "head_dim > 2"}
     return Case(test, label, call_probe(NAME, args, kwargs, view="pair"), check, features=features,
                 sizes={"head_dim": head_dim, "head_dim // 2": head_dim // 2}, scored=scored)
+
+
+def _from_contract(levels, rng, generator):
+    """A call of rotary_angles_edge_cases at one row of the contract's design."""
+    shape = {"a scalar": (), "a line": (rng.randint(5, 60),), "a grid": (rng.randint(2, 5), rng.randint(3, 9))}[
+        levels["shape"]]
+    kind = getattr(torch, levels["positions dtype"].split()[0])
+    positions = torch.randint(0, 3000, shape, generator=generator)
+    if kind.is_floating_point:  # fractional positions, as scaled_positions makes them
+        positions = positions.to(torch.float64) / rng.choice([2, 4, 8])
+    positions = positions.to(kind)
+    head_dim = 2 if levels["head_dim"] == "head_dim 2" else 2 * rng.randint(2, 16)
+    base = None if levels["base"] == "the default base" else float(rng.choice([500.0, 1000.0, 50000.0]))
+    dtype = getattr(torch, levels["dtype"].split()[-1])
+    return _case("rotary_angles_edge_cases", positions, head_dim, base=base,
+                 dtype=None if dtype == torch.float32 and rng.random() < 0.5 else dtype,
+                 base_by_keyword=levels["base"] == "base by keyword")
+
+
+# The contract: what the docstring lets vary, each level sent by some case of rotary_angles_edge_cases, every pair of
+# levels together in one (autograder/core/contracts.py). "positions" (float or integer) follows from their dtype.
+CONTRACT = Contract(NAME, (
+    Factor("positions dtype", ("int64 positions", "int32 positions", "float32 positions", "float64 positions")),
+    Factor("shape", ("a scalar", "a line", "a grid")),
+    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    Factor("base", ("the default base", "base passed", "base by keyword")),
+    Factor("head_dim", ("head_dim 2", "head_dim > 2")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -87,7 +132,7 @@ def build(rng, generator):
         _case("rotary_angles_values", torch.arange(6), 4, scored=False),
         _case("rotary_angles_values", torch.arange(9).float() / 2, 6, scored=False),
         _case("rotary_angles_values", torch.arange(5), 8, dtype=torch.float64, scored=False),
-    ]
+    ] + contract_cases(CONTRACT, rng, generator)
     for head_dim, why in [(7, " (head_dim is odd: RoPE turns coordinates in pairs)"),
                           (0, " (head_dim must be positive)"), (-4, " (head_dim must be positive)")]:
         label = call_label(NAME, [torch.arange(4), head_dim])

@@ -6,13 +6,19 @@ import math
 import torch
 
 from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
 NAME = "scaled_positions"
 
 HINTS = {("dtype", "dtype float64"): "float64 positions stay float64: a long context needs their precision",
          ("positions", "float16 positions"): "float16 positions come back float32 (every dtype but float64 does): "
-                                             "divide in float64 and round once"}
+                                             "divide in float64 and round once",
+         ("factor", "an integer factor above 1"): "an integer factor goes wrong: factor=4 means the same as factor=4.0 "
+                                          "(the contract asks for a positive number)",
+         ("shape", "a scalar"): "a 0-d tensor of positions goes wrong: the result has the positions' shape, ()",
+         ("factor", "a float factor below 1"): "a factor below 1 is valid (it spreads the positions out): only "
+                                               "0, negative, infinite and NaN factors are refused"}
 
 
 def _case(test, positions, factor, scored=True):
@@ -34,7 +40,42 @@ def _case(test, positions, factor, scored=True):
                          axes=("position",) * max(positions.dim(), 1), inputs=("positions",))
     return Case(test, label, call_probe(NAME, [positions], kwargs), check, scored=scored,
                 features={"dtype": f"dtype {str(out).replace('torch.', '')}",
-                          "positions": f"{str(positions.dtype).replace('torch.', '')} positions"})
+                          "positions": f"{str(positions.dtype).replace('torch.', '')} positions",
+                          "factor": _factor_level(factor),
+                          "shape": {0: "a scalar", 1: "a line"}.get(positions.dim(), "a grid")})
+
+
+def _factor_level(factor):
+    kind = "an integer factor" if isinstance(factor, int) else "a float factor"
+    return f"{kind} 1" if factor == 1 else f"{kind} below 1" if factor < 1 else f"{kind} above 1"
+
+
+def _from_contract(levels, rng, generator):
+    """A call of scaled_positions_values at one row of the contract's design."""
+    shape = {"a scalar": (), "a line": (rng.randint(5, 300),), "a grid": (rng.randint(2, 6), rng.randint(3, 9))}[
+        levels["shape"]]
+    kind = getattr(torch, levels["positions"].split()[0])
+    top = 2000 if kind == torch.float16 else 30_000  # float16 holds whole numbers exactly up to 2048
+    positions = torch.randint(0, top, shape, generator=generator)
+    if kind.is_floating_point and kind != torch.float16:
+        positions = positions.to(torch.float64) / rng.choice([3, 7])
+    positions = positions.to(kind)
+    factor = {"an integer factor 1": 1, "a float factor 1": 1.0, "an integer factor above 1": rng.choice([2, 3, 8]),
+              "a float factor above 1": rng.choice([2.5, 3.0, 16.0]),
+              "a float factor below 1": rng.choice([0.5, 0.25])}[levels["factor"]]
+    return _case("scaled_positions_values", positions, factor)
+
+
+# The contract: what the docstring lets vary, each level sent by some case of scaled_positions_values, every pair of
+# levels together in one (autograder/core/contracts.py). The result's dtype follows from the positions'.
+CONTRACT = Contract(NAME, (
+    Factor("positions", ("int64 positions", "int32 positions", "float16 positions", "float32 positions",
+                         "float64 positions")),
+    Factor("shape", ("a scalar", "a line", "a grid")),
+    # One factor, not a type and a size: no whole number lies between 0 and 1, and two factors would then confound.
+    Factor("factor", ("a float factor 1", "a float factor above 1", "a float factor below 1", "an integer factor 1",
+                      "an integer factor above 1")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -53,7 +94,7 @@ def build(rng, generator):
         _case("scaled_positions_values", torch.arange(0, 3000, 11, dtype=torch.float32) / 3, 2.0),
         _case("scaled_positions_values", torch.arange(60, dtype=torch.float64) * 1000.37 + 123456.789, 3.0),
         _case("scaled_positions_values", torch.arange(7), 2.0, scored=False),
-    ]
+    ] + contract_cases(CONTRACT, rng, generator)
     for factor in (0.0, -2.0, math.inf, math.nan):
         label = call_label(NAME, [torch.arange(4)], {"factor": factor})
         cases.append(Case("scaled_positions_invalid_args", label,

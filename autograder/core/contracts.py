@@ -1,0 +1,198 @@
+"""A task's contract as data, and the hidden cases drawn from it as a covering design. Instructor-only.
+
+Each task declares, in its cases module (``CONTRACT``), the domain of its function: every factor of a call
+that its docstring lets vary (a dtype it allows, lengths with Lq < Lk, = and >, a scale left out, given, or
+0.0, an argument passed by position or by keyword, the device asked for) and the levels each may take. A
+mistake that shows only at one level of one factor (a float16 table, a keyword argument ignored) is seen only
+if some case sends that level, and it is told apart only if no other factor's level always comes with it.
+
+So the cases drawn from a contract are a covering design of strength two (``design``): every level of every
+factor appears, every pair of levels of two factors appears together in some case, except the pairs the
+contract excludes (and says why). With every pair covered, no level appears only together with one level of
+another factor (``confounded``): a condition the feedback states ("wrong for float16") is the one that
+matters, not another that always came with it. ``tests/test_contracts.py`` checks both for every task of
+every unit, so a unit added later is held to the same.
+
+The generator is greedy (the AETG idea: each new case is the one, among a few candidates, that covers the
+most pairs not yet covered) and deterministic for a given ``random.Random``; a handful of cases covers what
+the product of all levels would need hundreds for.
+"""
+
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+CANDIDATES = 24  # rows tried for each row kept: more covers the pairs in fewer rows, at a little more time
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One way a call may vary: ``name`` as the cases' features name it, and its ``levels`` (their values)."""
+
+    name: str
+    levels: tuple
+
+    def __post_init__(self):
+        if len(self.levels) != len(set(self.levels)) or not self.levels:
+            raise ValueError(f"factor {self.name!r}: its levels must be distinct and at least one")
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The domain of a task's function, and how one call is made from a choice of levels.
+
+    ``make(levels, rng, generator)`` returns one scored Case whose ``features`` hold ``levels``; ``excluded``
+    lists the pairs of levels no call can have together, each ``((name, level), (name, level), why)``.
+    """
+
+    function: str
+    factors: tuple
+    make: Callable = field(compare=False)
+    excluded: tuple = ()
+
+    def __post_init__(self):
+        names = [factor.name for factor in self.factors]
+        if len(names) != len(set(names)):
+            raise ValueError(f"contract of {self.function}: two factors share a name")
+        levels = {factor.name: factor.levels for factor in self.factors}
+        for first, second, why in self.excluded:
+            for name, level in (first, second):
+                if name not in levels or level not in levels[name]:
+                    raise ValueError(f"contract of {self.function}: excluded pair names {name}={level!r}, "
+                                     "which no factor has")
+            if not why:
+                raise ValueError(f"contract of {self.function}: say why {first} and {second} cannot go together")
+
+    def factor(self, name):
+        return next(factor for factor in self.factors if factor.name == name)
+
+
+def _forbidden(contract):
+    return {frozenset((first, second)) for first, second, _ in contract.excluded}
+
+
+def _allowed(row, forbidden):
+    return not any(frozenset(pair) in forbidden for pair in itertools.combinations(row.items(), 2))
+
+
+def required_pairs(contract):
+    """Every pair of levels of two factors that some case must hold: ``{frozenset({(name, level), ...})}``."""
+    forbidden = _forbidden(contract)
+    pairs = set()
+    for one, two in itertools.combinations(contract.factors, 2):
+        for a, b in itertools.product(one.levels, two.levels):
+            pair = frozenset(((one.name, a), (two.name, b)))
+            if pair not in forbidden:
+                pairs.add(pair)
+    return pairs
+
+
+def pairs_of(row):
+    """The pairs of levels one case holds (``row``: {factor: level})."""
+    return {frozenset(pair) for pair in itertools.combinations(row.items(), 2)}
+
+
+def design(contract, rng):
+    """Rows ({factor: level}) that cover every required pair and every level, none holding an excluded pair.
+
+    Raises ValueError where the exclusions leave some level or pair impossible to place.
+    """
+    forbidden = _forbidden(contract)
+    factors = contract.factors
+    uncovered = required_pairs(contract)
+    unseen = {(factor.name, level) for factor in factors for level in factor.levels}
+    rows = []
+    while uncovered or unseen:
+        best, best_gain = None, -1
+        for _ in range(CANDIDATES):
+            row = _candidate(factors, uncovered, unseen, forbidden, rng)
+            if row is None:
+                continue
+            gain = len(pairs_of(row) & uncovered) * 1000 + len(set(row.items()) & unseen)
+            if gain > best_gain:
+                best, best_gain = row, gain
+        if best is None or best_gain <= 0:
+            left = sorted(map(sorted, uncovered)) or sorted(unseen)
+            raise ValueError(f"contract of {contract.function}: no call can hold {left[0]} given its exclusions")
+        rows.append(best)
+        uncovered -= pairs_of(best)
+        unseen -= set(best.items())
+    return rows
+
+
+def _candidate(factors, uncovered, unseen, forbidden, rng):
+    """One row: seeded with a pair (or a level) still to cover, the other factors filled greedily."""
+    row = {}
+    if uncovered:
+        for name, level in sorted(rng.choice(sorted(uncovered, key=sorted))):
+            row[name] = level
+    elif unseen:
+        name, level = rng.choice(sorted(unseen))
+        row[name] = level
+    rest = [factor for factor in factors if factor.name not in row]
+    rng.shuffle(rest)
+    for factor in rest:
+        scored = []
+        for level in factor.levels:
+            trial = dict(row, **{factor.name: level})
+            if not _allowed(trial, forbidden):
+                continue
+            gain = sum(frozenset(((factor.name, level), (name, value))) in uncovered for name, value in row.items())
+            scored.append((gain + ((factor.name, level) in unseen) * 0.5, rng.random(), level))
+        if not scored:
+            return None
+        row[factor.name] = max(scored)[2]
+    return {factor.name: row[factor.name] for factor in factors}
+
+
+def uncovered_pairs(contract, rows):
+    """The required pairs no row holds, and the levels no row has: what a design misses."""
+    held = set().union(*map(pairs_of, rows)) if rows else set()
+    seen = {item for row in rows for item in row.items()}
+    levels = {(factor.name, level) for factor in contract.factors for level in factor.levels}
+    return sorted(map(sorted, required_pairs(contract) - held)), sorted(levels - seen)
+
+
+def confounded(rows, names=None):
+    """Where a level appears only together with one level of another factor: ``[(name, level, other, its level)]``.
+
+    ``rows``: the features of the cases ({name: level}); only factors every row names are read (``names``, or
+    all such). A factor that never varies confounds nothing: it tells nothing apart.
+    """
+    if not rows:
+        return []
+    if names is None:
+        names = [name for name in rows[0] if all(name in row for row in rows)]
+    varying = [name for name in names if len({_key(row[name]) for row in rows}) > 1]
+    found = []
+    for name in varying:
+        for level in dict.fromkeys(_key(row[name]) for row in rows):
+            with_it = [row for row in rows if _key(row[name]) == level]
+            for other in varying:
+                if other == name:
+                    continue
+                together = {_key(row[other]) for row in with_it}
+                if len(together) == 1:
+                    found.append((name, level, other, next(iter(together))))
+    return found
+
+
+def _key(value):
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+def contract_cases(contract, rng, generator):
+    """The task's scored cases drawn from its contract: one per row of the design, made by ``contract.make``.
+
+    Each case's features must hold its row's levels (checked: a ``make`` that forgets one would hide it from
+    the diagnosis, and from the check that no level is confounded).
+    """
+    cases = []
+    for row in design(contract, random.Random(rng.random())):
+        case = contract.make(dict(row), rng, generator)
+        wrong = {name: level for name, level in row.items() if case.features.get(name) != level}
+        if wrong:
+            raise ValueError(f"contract of {contract.function}: the case made for {row} says {case.features}")
+        cases.append(case)
+    return cases
