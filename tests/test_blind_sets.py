@@ -59,6 +59,9 @@ NAMED = {
     },
     "rotary_alibi": {
         "alibi_bias__bloom_key_position": "BLOOM's form",
+        # Named since the comparison matches an infinity only with the same infinity (before, -inf against -inf
+        # failed every mistake's comparison, so none could be named).
+        "alibi_bias__minus_inf_future": "the future keys get -inf",
         "alibi_bias__queries_aligned_to_end": "the last Lq of a square (Lk, Lk) bias",
         "alibi_bias__triu_instead_of_tril": "the other way (j - i)",
         "alibi_slopes__exponent_from_zero": "the powers start at 0",

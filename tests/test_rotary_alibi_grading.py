@@ -22,6 +22,7 @@ MISTAKES = sorted((FOLDER / "mistakes").glob("*.py"))
 NAMED = {
     "alibi_bias__distance_key_minus_query": "the other way (j - i)",
     "alibi_bias__future_minus_inf": "-inf",
+    "alibi_bias__blind_minus_inf_future": "the future keys get -inf",  # named since infinities match exactly
     "alibi_bias__sign_reversed": "the sign is reversed",
     "alibi_bias__symmetric_when_causal": "|i - j| is used where causal=True",
     "alibi_slopes__next_power_truncated": "the next power of two",

@@ -75,12 +75,26 @@ def dtype_arg(dtype):
     return {"__dtype__": str(dtype).replace("torch.", "")}
 
 
+def device_arg(device):
+    """How a device travels in a probe (the worker turns it back into torch.device(<name>)): "meta" runs a function
+    that takes device= where no GPU is, and tells whether it builds its tensors there."""
+    return {"__device__": str(torch.device(device))}
+
+
 def call_label(name, args=(), kwargs=None):
     def show(value):
         if isinstance(value, torch.Tensor):
             return f"<{str(value.dtype).replace('torch.', '')} tensor {tuple(value.shape)}>"
         if isinstance(value, dict) and "__dtype__" in value:
             return f"torch.{value['__dtype__']}"
+        if isinstance(value, dict) and "__device__" in value:
+            return f"torch.device({value['__device__']!r})"
+        if isinstance(value, list):
+            return f"[{', '.join(show(item) for item in value)}]"
+        if isinstance(value, tuple):
+            return f"({', '.join(show(item) for item in value)}{',' if len(value) == 1 else ''})"
+        if isinstance(value, dict):
+            return "{" + ", ".join(f"{key!r}: {show(item)}" for key, item in value.items()) + "}"
         return repr(value)
 
     parts = [show(a) for a in args] + [f"{k}={show(v)}" for k, v in (kwargs or {}).items()]
@@ -220,16 +234,77 @@ def _right_to_float32_only(got, expected):
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 
 
+def _argument(where, names):
+    """How the sentence names one place the worker reported (see worker._copies): a position, a keyword's name, or
+    a path inside a positional ("args[1][0]") or keyword ("slopes[2]") argument."""
+    def positional(index):
+        return (f"its {ORDINALS[index] if index < len(ORDINALS) else f'argument {index + 1}'} argument"
+                + (f" ({names[index]})" if names and index < len(names) else ""))
+
+    if isinstance(where, int):
+        return positional(where)
+    inside = re.fullmatch(r"args\[(\d+)\](\[.*\])", where)
+    if inside:
+        return f"the tensor at {inside[2]} in {positional(int(inside[1]))}"
+    keyword = re.fullmatch(r"([A-Za-z_]\w*)(\[.*\])?", where)
+    if keyword and keyword[2]:
+        return f"the tensor at {keyword[2]} in its keyword argument {keyword[1]}"
+    return f"its keyword argument {where}"
+
+
 def changed_inputs(outcome, label, names=None):
-    """A sentence when the call changed one of its input tensors in place (the worker says which), else ""."""
+    """A sentence when the call changed one of its input tensors in place (the worker says which, positional or
+    keyword, top level or inside a list, tuple or dict), else "". ``names`` names the positional arguments."""
     changed = (outcome or {}).get("changed") or []
     if not changed:
         return ""
-    said = [f"its {ORDINALS[i] if i < len(ORDINALS) else f'argument {i + 1}'} argument"
-            + (f" ({names[i]})" if names and i < len(names) else "") for i in changed]
-    return (f"{label} changed {' and '.join(said)} in place. A function must leave its inputs as they were: its "
+    said = [_argument(where, names) for where in changed]
+    listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+    return (f"{label} changed {listed} in place. A function must leave its inputs as they were: its "
             "caller still uses them (the same q serves every head's scores, the same x the next layer). Compute "
             "into a new tensor: q * scale rather than q *= scale or q.mul_(scale), x + rows rather than x += rows.")
+
+
+def device_check(label, expected_device, expected_shape, expected_dtype, inputs=None):
+    """A check that the call returned a tensor on ``expected_device`` (the meta device, say, which holds no data:
+    so no values are compared) of ``expected_shape`` and ``expected_dtype``: type, then device, shape, dtype.
+    ``inputs`` names the call's positional arguments, as for tensor_check."""
+    expected_device = str(torch.device(expected_device))
+    expected_shape = tuple(expected_shape)
+
+    def check(outcome):
+        error = (outcome or {}).get("error")
+        if expected_device == "meta" and error and re.search(r"\bmeta\b", error["message"], re.IGNORECASE):
+            # Not "not implemented yet" (the meta device's refusal is a NotImplementedError): say what it means.
+            where = f"\n  (raised at {error['where']})" if error.get("where") else ""
+            return Verdict(False, f"{label} raised {error['type']}: {error['message']}{where}\nOn the meta device a "
+                                  "tensor has a shape and a dtype but no values, so reading values back (.item(), "
+                                  ".tolist(), .numpy(), float(t), if t.any()) fails there. Build the result with "
+                                  "torch operations on the device asked for, and do any arithmetic on plain numbers "
+                                  "in Python.", raised=True)
+        failed = failure_of(outcome, label)
+        if failed:
+            return Verdict(False, failed, raised=outcome is not None and "missing" not in outcome)
+        value = outcome["value"]
+        if "tensor" in value:
+            shape, dtype = tuple(value["tensor"].shape), value["tensor"].dtype
+        elif "shape" in value:  # a tensor without data (worker._described)
+            shape, dtype = tuple(value["shape"]), getattr(torch, value["dtype"])
+        else:
+            return Verdict(False, f"{label} should be a torch.Tensor, but it is a {value.get('type_name', 'object')}.")
+        device = device_of(outcome)
+        if device != expected_device:
+            return Verdict(False, f"{label} returned a tensor on {device}, expected {expected_device}: build new "
+                                  "tensors on the device asked for, device=... (torch.arange(n, device=device), not "
+                                  "torch.arange(n)): a table made on the CPU is copied to the GPU at every call.")
+        if shape != expected_shape:
+            return Verdict(False, f"{label} has shape {shape}, expected {expected_shape}.")
+        if dtype != expected_dtype:
+            return Verdict(False, f"{label} has dtype {dtype}, expected {expected_dtype}.")
+        changed = changed_inputs(outcome, label, inputs)
+        return Verdict(False, changed) if changed else Verdict(True)
+
+    return check
 
 
 def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected_device="cpu",
@@ -284,7 +359,7 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         return Verdict(False, told)
 
     # What the check holds, for tools that read a unit's cases (check-unit: is each declared mistake caught?).
-    check.expected, check.mistakes = expected, tuple(mistakes)
+    check.expected, check.mistakes, check.atol, check.rtol = expected, tuple(mistakes), atol, rtol
     return check
 
 

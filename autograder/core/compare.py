@@ -40,12 +40,49 @@ def _type_name(value):
     )
 
 
+def _agrees(got, expected, atol, rtol):
+    """Entry by entry, whether ``got`` agrees with ``expected`` (float tensors of one shape).
+
+    Where ``expected`` is finite: a finite value within ``atol + rtol * |expected|``. Where it is inf or -inf:
+    the same infinity; where it is NaN: a NaN. The tolerance alone is infinite at an infinity and would take
+    any value there: a -1e9 for a mask's -inf, or any number for a known mistake's -inf.
+    """
+    within = torch.isfinite(got) & ((got - expected).abs() <= atol + rtol * expected.abs())
+    same = (got == expected) | (torch.isnan(got) & torch.isnan(expected))
+    return torch.where(torch.isfinite(expected), within, same)
+
+
+def _not_finite_notes(got, expected, wrong, shape, lead):
+    """How many wrong entries are of another class than the expected value (inf, -inf, NaN, or finite where an
+    infinity came), each class with its first entry unless that is the one the message leads with (``lead``)."""
+    classes = (("should be -inf and {} not", expected == -float("inf")),
+               ("should be inf and {} not", expected == float("inf")),
+               ("should be nan and {} not", torch.isnan(expected)),
+               ("{} infinite where a finite value is expected", torch.isinf(got) & torch.isfinite(expected)))
+    notes = []
+    for words, where in classes:
+        these = (wrong & where).flatten()
+        if not these.any():
+            continue
+        first, count = int(these.nonzero()[0]), int(these.sum())
+        note = f"{count} " + words.format("is" if count == 1 else "are")
+        if first != lead:
+            shown = f"got {_number(got.flatten()[first].item())}"
+            if torch.isfinite(expected.flatten()[first]):
+                shown = f"expected {_number(expected.flatten()[first].item())}, {shown}"
+            note += f", {'at' if count == 1 else 'the first at'} {_index(first, shape)} ({shown})"
+        notes.append(note)
+    return notes
+
+
 def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dtype=True):
     """Return None when ``got`` matches ``expected``, else a message saying how it does not.
 
     ``atol`` may be a tensor that broadcasts to the expected shape (a tolerance
     per entry); ``rtol`` is relative to the expected value. Integer and bool
-    tensors must match exactly.
+    tensors must match exactly. An expected inf or -inf is matched only by the
+    same infinity and an expected NaN only by a NaN, whatever the tolerance; a
+    finite expected value only by a finite one.
     """
     if not isinstance(got, torch.Tensor):
         return f"{what} should be a torch.Tensor, but it is a {_type_name(got)}."
@@ -58,33 +95,47 @@ def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dt
     got_cpu = got.detach().to("cpu")
     expected_cpu = expected.detach().to("cpu")
     exact = not (expected_cpu.is_floating_point() or expected_cpu.is_complex())
+    notes, tail = [], ""
     if exact:
         wrong = got_cpu != expected_cpu
         error = (got_cpu.to(torch.float64) - expected_cpu.to(torch.float64)).abs()
     else:
         got64, expected64 = got_cpu.to(torch.float64), expected_cpu.to(torch.float64)
-        if torch.isnan(got64).any() and not torch.isnan(expected64).any():
-            first = int(torch.isnan(got64).flatten().nonzero()[0])
-            count = int(torch.isnan(got64).sum())
+        stray = torch.isnan(got64) & ~torch.isnan(expected64)
+        if stray.any():
+            first = int(stray.flatten().nonzero()[0])
             return (
-                f"{what} contains NaN ({count} entries, the first at {_index(first, got.shape)}). "
+                f"{what} contains NaN ({int(stray.sum())} entries, the first at {_index(first, got.shape)}): "
+                f"expected {_number(expected_cpu.flatten()[first].item())} there. "
                 "Look for a division by zero, log of 0, or 0 * inf."
             )
-        error = (got64 - expected64).abs()
-        limit = torch.as_tensor(atol, dtype=torch.float64) + rtol * expected64.abs()
-        wrong = ~(error <= limit)  # NaN or inf in the error counts as wrong
-        error = torch.nan_to_num(error, nan=float("inf"), posinf=float("inf"))
+        wrong = ~_agrees(got64, expected64, torch.as_tensor(atol, dtype=torch.float64), rtol)
+        if not wrong.any():
+            return None
+        # The largest error is read among the finite entries only: an infinity's error says nothing of size.
+        measured = wrong & torch.isfinite(got64) & torch.isfinite(expected64)
+        error = torch.where(measured, (got64 - expected64).abs(), torch.zeros_like(got64))
+        first = int(wrong.flatten().nonzero()[0])
+        notes = _not_finite_notes(got64, expected64, wrong, got.shape, first)
+        if not measured.any():
+            error = None
+        finite_for_infinite = (wrong & torch.isinf(expected64) & torch.isfinite(got64)).flatten()
+        if finite_for_infinite.any():
+            sign = _number(expected64.flatten()[int(finite_for_infinite.nonzero()[0])].item())
+            tail = f" A finite number, however large, is not {sign}: write float('{sign}') where {sign} is asked for."
     if not wrong.any():
         return None
     flat_wrong = wrong.flatten()
     first = int(flat_wrong.nonzero()[0])
-    worst = int(error.flatten().argmax())
+    if error is not None:
+        worst = int(error.flatten().argmax())
+        notes.append(f"largest error {_number(error.flatten()[worst].item())} at {_index(worst, got.shape)}")
     expected_value = expected_cpu.flatten()[first].item()
     got_value = got_cpu.flatten()[first].item()
     return (
         f"{what} is wrong at {_index(first, got.shape)}: expected {_number(expected_value)}, "
-        f"got {_number(got_value)} ({int(flat_wrong.sum())} of {flat_wrong.numel()} entries differ; "
-        f"largest error {_number(error.flatten()[worst].item())} at {_index(worst, got.shape)})."
+        f"got {_number(got_value)} ({int(flat_wrong.sum())} of {flat_wrong.numel()} entries differ"
+        + "".join(f"; {note}" for note in notes) + ")." + tail
     )
 
 
@@ -172,7 +223,7 @@ def _axis_names(shape, axes):
 
 
 def _close(a, b, atol, rtol):
-    return tuple(a.shape) == tuple(b.shape) and bool((((a - b).abs()) <= atol + rtol * b.abs()).all())
+    return tuple(a.shape) == tuple(b.shape) and bool(_agrees(a, b, atol, rtol).all())
 
 
 def _runs(indices):
@@ -386,9 +437,9 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
     if whole:
         return whole + "."
     try:  # where the entries are wrong, with the tolerance of each entry, as mismatch counts them
-        wrong = ~((g - e).abs() <= torch.as_tensor(per_entry, dtype=torch.float64) + rtol * e.abs())
+        wrong = ~_agrees(g, e, torch.as_tensor(per_entry, dtype=torch.float64), rtol)
     except RuntimeError:
-        wrong = ~((g - e).abs() <= atol + rtol * e.abs())
+        wrong = ~_agrees(g, e, atol, rtol)
     facts = _where_wrong(wrong, names, coordinates, e, exact)
     d = (g - e)[wrong]
     if not facts and exact and bool((d.abs() == 1).all()):
