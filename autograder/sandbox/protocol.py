@@ -136,6 +136,33 @@ def boolean(value, where):
     return value
 
 
+def either(*schemas):
+    """A value that fits one of ``schemas`` (plain ones: an integer or a text, say)."""
+
+    def check(value, where):
+        for schema in schemas:
+            try:
+                return schema(value, where)
+            except ProtocolError:
+                pass
+        raise ProtocolError(f"{where}: a {type(value).__name__}, which fits none of its forms")
+    return check
+
+
+def shape(value, where):
+    """A tensor's shape: at most MAX_DIMENSIONS sizes, each an integer in [0, 2**31)."""
+    if not (type(value) is list and len(value) <= MAX_DIMENSIONS
+            and all(type(size) is int and 0 <= size < 2**31 for size in value)):
+        raise ProtocolError(f"{where}: expected a shape, a list of at most {MAX_DIMENSIONS} sizes")
+    return value
+
+
+def dtype_name(value, where):
+    if type(value) is not str or value not in DTYPES:
+        raise ProtocolError(f"{where}: a dtype the protocol does not carry")
+    return value
+
+
 def null_or(schema):
     def check(value, where):
         return None if value is None else schema(value, where)
@@ -211,10 +238,15 @@ def mapping(keys, schema_of):
 ERROR = record({"type": text(200), "mro": list_of(text(200), 64), "message": text(), "where": text()})
 LOAD_ERROR = record({"type": text(200), "mro": list_of(text(200), 64), "message": text(), "where": text(),
                      "chunk": text()})
-VALUE = one_of(record({"tensor": tensor, "device": text(64)}), record({"type_name": text(400), "repr": text(400)}))
-# "changed": the positions of the arguments the call changed in place (worker._changed).
+# A tensor without data (on the meta device) comes as its dtype, shape and device, with a type name and text that
+# stand for it where a check wants values (worker._described).
+VALUE = one_of(record({"tensor": tensor, "device": text(64)}), record({"type_name": text(400), "repr": text(400)}),
+               record({"type_name": text(400), "repr": text(400), "device": text(64), "shape": shape,
+                       "dtype": dtype_name}))
+# "changed": where the tensors are that the call changed in place (worker._changed): a positional argument by its
+# position, a keyword argument by its name, a tensor inside an argument by its path ("args[1][0]", "slopes[2]").
 OUTCOME = one_of(record({"missing": text(200)}), record({"error": ERROR}),
-                 record({"value": VALUE}, {"changed": list_of(integer, 64)}))
+                 record({"value": VALUE}, {"changed": list_of(either(integer, text(200)), 64)}))
 MODULE_OUTCOME = one_of(
     record({"missing": text(200)}),
     record({"init": OUTCOME}, {"weight": OUTCOME, "weight_is_parameter": boolean, "weight_registered": boolean,

@@ -134,6 +134,10 @@ def _plain_tensor(value):
 
 def _encode(value):
     if isinstance(value, torch.Tensor):
+        with torch._C.DisableTorchFunctionSubclass():  # the tensor's own answer, not a subclass's property
+            meta = _TB.is_meta.__get__(value)
+        if meta:  # a tensor without data (the meta device): what it is and where, nothing to copy
+            return _described(value)
         tensor, device = _plain_tensor(value)
         return {"tensor": tensor, "device": device}
     kind = type(value)
@@ -148,32 +152,109 @@ def _encode(value):
     return {"type_name": str(name)[:300], "repr": str(text)[:200]}
 
 
+def _described(value):
+    """A meta tensor as its dtype, shape and device (protocol.py's form for a tensor without data).
+
+    The type name and text stand for it where a check wants values: it is told apart from a tensor there."""
+    with torch._C.DisableTorchFunctionSubclass():  # read through TensorBase: a subclass's properties could lie
+        shape = [int(size) for size in _TB.shape.__get__(value)]
+        dtype, device = str(_TB.dtype.__get__(value)).replace("torch.", ""), str(_TB.device.__get__(value))
+    return {"type_name": f"tensor on {device} (it holds no data)"[:300],
+            "repr": f"tensor(..., device='{device}', size={tuple(shape)}, dtype=torch.{dtype})"[:200],
+            "device": device[:64], "shape": shape, "dtype": dtype}
+
+
+def _warm_the_meta_device():
+    """Run a few operations on the meta device once, when the fork server starts (this module is imported there).
+
+    Its kernels are Python (torch._refs, torch._decomp), loaded and set up on first use: 1 to 3 s, which every job
+    would otherwise pay inside a task's time limit, the first time a probe asks for device="meta"."""
+    try:
+        whole = torch.arange(4, device="meta")
+        fraction = torch.arange(0, 8, 2, device="meta", dtype=torch.float64)
+        torch.full((), 0.5, device="meta").pow(whole.to(torch.int32))
+        torch.stack((fraction.sin(), fraction.cos()), dim=-1).reshape(-1).to(torch.float32)
+    except Exception:  # a torch without the meta device: its probes then fail in the job, and say why
+        pass
+
+
+_warm_the_meta_device()
+
+
 def _decode_argument(value):
     if isinstance(value, dict) and "__dtype__" in value:
         return getattr(torch, value["__dtype__"])
+    if isinstance(value, dict) and "__device__" in value:
+        return _DEVICE(value["__device__"])
     if isinstance(value, list):
         return [_decode_argument(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_decode_argument(item) for item in value)
     if isinstance(value, dict):
         return {key: _decode_argument(item) for key, item in value.items()}
     return value
 
 
-def _copies(values):
-    """A copy of each tensor among ``values`` (by position), to tell afterwards whether a call changed it."""
-    return [(index, _TB.clone(value)) for index, value in enumerate(values) if isinstance(value, torch.Tensor)]
+MAX_CHANGED, MAX_PATH = 64, 200  # the places a reply names, and the length of each (as protocol.py allows)
+_MAX_NESTING = 8  # how deep into lists, tuples and dicts the copies look; a probe's inputs are shallower
 
 
-def _changed(values, copies):
-    """The positions of the tensors a call changed in place (a tensor it made unreadable counts as changed)."""
+def _copies(args, kwargs=None):
+    """A copy of every tensor reachable in ``args`` and ``kwargs`` (through lists, tuples and dicts), to tell
+    afterwards whether a call changed it: [(where, the tensor, its copy)]. ``where`` is what the reply says:
+    a top-level positional argument's position (an integer), a keyword argument's name ("slopes"), or the path
+    to a tensor inside an argument ("args[1][0]", "tables['b'][1]")."""
+    found = []
+
+    def walk(value, where, depth):
+        if isinstance(value, _TENSOR):
+            found.append((where, value, _snapshot(value)))
+        elif depth < _MAX_NESTING and isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                walk(item, f"{where}[{index}]", depth + 1)
+        elif depth < _MAX_NESTING and isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{where}[{key!r}]", depth + 1)
+
+    for index, value in enumerate(args):
+        walk(value, index if isinstance(value, _TENSOR) else f"args[{index}]", 0)
+    for name, value in (kwargs or {}).items():
+        walk(value, str(name), 0)
+    return found
+
+
+def _snapshot(tensor):
+    # A meta tensor has no data to copy or compare: its shape and dtype stand for it.
+    if _TB.is_meta.__get__(tensor):
+        return (tuple(_TB.shape.__get__(tensor)), _TB.dtype.__get__(tensor))
+    return _TB.clone(tensor)
+
+
+def _same(tensor, copy):
+    if isinstance(copy, tuple):
+        return (tuple(_TB.shape.__get__(tensor)), _TB.dtype.__get__(tensor)) == copy
+    if _EQUAL(tensor, copy):
+        return True
+    # torch.equal says NaN != NaN: a tensor holding NaN is the same when its NaNs and other entries are.
+    if not (_TB.is_floating_point(copy) or _TB.is_complex(copy)) or _TB.shape.__get__(tensor) != _TB.shape.__get__(copy):
+        return False
+    holes = _TB.isnan(copy)
+    return (_TB.dtype.__get__(tensor) == _TB.dtype.__get__(copy) and _EQUAL(_TB.isnan(tensor), holes)
+            and _EQUAL(_TB.masked_fill(tensor, holes, 0), _TB.masked_fill(copy, holes, 0)))
+
+
+def _changed(copies):
+    """Where the tensors are that a call changed in place (a tensor it made unreadable counts as changed), in the
+    order of ``copies`` (see ``_copies``)."""
     changed = []
-    for index, copy in copies:
+    for where, tensor, copy in copies:
         try:
-            same = _EQUAL(values[index], copy)
+            same = _same(tensor, copy)
         except BaseException:
             same = False
         if not same:
-            changed.append(index)
-    return changed
+            changed.append(where if isinstance(where, int) else where[:MAX_PATH])
+    return changed[:MAX_CHANGED]
 
 
 def _call(namespace, call, chunks, unit=None):
@@ -182,7 +263,7 @@ def _call(namespace, call, chunks, unit=None):
         return {"missing": call["name"]}
     args = _decode_argument(call.get("args", []))
     kwargs = _decode_argument(call.get("kwargs", {}))
-    copies = _copies(args)
+    copies = _copies(args, kwargs)
     try:
         value = function(*args, **kwargs)
     except BaseException as error:  # SystemExit and KeyboardInterrupt included
@@ -198,7 +279,7 @@ def _call(namespace, call, chunks, unit=None):
         outcome = {"value": _encode(value)}
     except BaseException as error:
         return _error(error, chunks)
-    changed = _changed(args, copies)
+    changed = _changed(copies)
     if changed:  # the grader's side says so: a function must leave the caller's tensors as they were
         outcome["changed"] = changed
     return outcome
@@ -232,8 +313,9 @@ def _run_module_probe(namespace, probe, chunks):
         copies = _copies([probe["x"]])
         output = module(probe["x"])
         out["forward"] = {"value": _encode(output)}
-        if _changed([probe["x"]], copies):
-            out["forward"]["changed"] = [0]
+        changed = _changed(copies)
+        if changed:
+            out["forward"]["changed"] = changed
         if probe.get("grad_out") is not None:
             module.weight.grad = None
             (output * probe["grad_out"]).sum().backward()

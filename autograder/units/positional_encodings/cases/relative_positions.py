@@ -2,7 +2,8 @@
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, lengths, tensor_check
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, lengths,
+                                   tensor_check)
 from solutions import positional_encodings as ref
 
 NAME = "clipped_relative_positions"
@@ -48,6 +49,16 @@ def case(test, length_q, length_k, k, with_device=False, scored=True):
                 sizes={"length_q": length_q, "length_k": length_k, "k": k, "2k + 1": 2 * k + 1}, scored=scored)
 
 
+def meta_case(test, length_q, length_k, k):
+    """The table asked for on the meta device, which needs no GPU: it must be built there (shape and dtype are
+    all a meta tensor has, so no values are compared)."""
+    args, kwargs = [length_q, length_k, k], {"device": device_arg("meta")}
+    label = call_label(NAME, args, kwargs)
+    expected = ref.clipped_relative_positions(length_q, length_k, k, device=torch.device("meta"))
+    return Case(test, label, call_probe(NAME, args, kwargs), device_check(label, "meta", expected.shape, expected.dtype),
+                sizes={"length_q": length_q, "length_k": length_k, "k": k})
+
+
 def build(rng, generator):
     return [
         case("relative_positions_values", 5, 5, 2),
@@ -59,6 +70,7 @@ def build(rng, generator):
         case("relative_positions_edge_cases", 4, 6, 0),
         case("relative_positions_edge_cases", 3, 3, 10),
         case("relative_positions_edge_cases", 1, 8, 2),
+        meta_case("relative_positions_edge_cases", 4, 7, 2),
         # Probes for the diagnosis: square and not, with and without clipping.
         case("relative_positions_values", 4, 4, 5, scored=False),
         case("relative_positions_values", 4, 6, 9, scored=False),

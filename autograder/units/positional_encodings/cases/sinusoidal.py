@@ -8,7 +8,8 @@ tolerance that grows with the row: 1e-5 + 2.5e-7 * t.
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, dtype_arg,
+                                   raises_check, tensor_check)
 from solutions import positional_encodings as ref
 
 NAME = "sinusoidal_table"
@@ -84,6 +85,18 @@ def _value_case(test, num_positions, d_model, base=10000.0, dtype=torch.float32,
                 scored=scored)
 
 
+def _meta_case(test, num_positions, d_model, dtype=torch.float32):
+    """The table asked for on the meta device, which needs no GPU: it must be built there (shape and dtype are
+    all a meta tensor has, so no values are compared)."""
+    args, kwargs = [num_positions, d_model], {"device": device_arg("meta")}
+    if dtype != torch.float32:
+        kwargs["dtype"] = dtype_arg(dtype)
+    label = call_label(NAME, args, kwargs)
+    expected = ref.sinusoidal_table(num_positions, d_model, dtype=dtype, device=torch.device("meta"))
+    return Case(test, label, call_probe(NAME, args, kwargs), device_check(label, "meta", expected.shape, expected.dtype),
+                sizes={"num_positions": num_positions, "d_model": d_model})
+
+
 def build(rng, generator):
     cases = [
         _value_case("sinusoidal_values", 50, 16, pass_base=False),
@@ -94,6 +107,7 @@ def build(rng, generator):
         _value_case("sinusoidal_edge_cases", 1, 2),
         _value_case("sinusoidal_edge_cases", 0, 8),
         _value_case("sinusoidal_edge_cases", 7, 4, dtype=torch.float64, device="cpu"),
+        _meta_case("sinusoidal_edge_cases", 9, 6, dtype=torch.float64),
         # Probes for the diagnosis, worth nothing: short tables in both dtypes, the default base.
         _value_case("sinusoidal_values", 6, 4, pass_base=False, scored=False),
         _value_case("sinusoidal_values", 9, 6, scored=False),

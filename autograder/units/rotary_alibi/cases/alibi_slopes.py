@@ -8,7 +8,8 @@ the formula lands within that, and every mistake far outside it.
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, raises_check,
+                                   tensor_check)
 from solutions import rotary_alibi as ref
 
 NAME = "alibi_slopes"
@@ -55,10 +56,23 @@ def _case(test, num_heads, scored=True):
                 sizes={"num_heads": num_heads})
 
 
+def _meta_case(test, num_heads):
+    """The slopes asked for on the meta device, which needs no GPU: they must be made there (shape and dtype are
+    all a meta tensor has, so no values are compared)."""
+    kwargs = {"device": device_arg("meta")}
+    label = call_label(NAME, [num_heads], kwargs)
+    expected = ref.alibi_slopes(num_heads, device=torch.device("meta"))
+    return Case(test, label, call_probe(NAME, [num_heads], kwargs),
+                device_check(label, "meta", expected.shape, expected.dtype), sizes={"num_heads": num_heads})
+
+
 def build(rng, generator):
     cases = [_case("alibi_slopes_power_of_two", n) for n in (1, 2, 4, 8, 16, 32, 64)]
     others = sorted({3, 6, 12, rng.choice([5, 7, 10, 20]), rng.choice([24, 40, 48, 96])})
     cases += [_case("alibi_slopes_other_counts", n) for n in others]
+    # On meta in this test, not the power-of-two one: alibi_slopes_invalid_args needs that one, and a slope made
+    # on the CPU would cost both (charged twice). Six heads build both parts of the slopes (c = 4, then 2 more).
+    cases.append(_meta_case("alibi_slopes_other_counts", 6))
     cases += [_case("alibi_slopes_other_counts", n, scored=False) for n in (9, 14)]
     for num_heads in (0, -3):
         label = call_label(NAME, [num_heads])

@@ -1,0 +1,146 @@
+"""Functions that take ``device=`` are run on the ``meta`` device, so that one which ignores it is caught on a
+machine without a GPU (issue 24, item 2).
+
+A probe passes the device as {"__device__": "meta"} (core/cases.device_arg), which the job turns into
+torch.device("meta"). A meta tensor holds no data: the job sends its dtype, shape and device only
+(worker._encode), and core/cases.device_check checks type, then device, then shape, then dtype.
+"""
+
+import sys
+
+import pytest
+import torch
+
+from autograder.core import units
+from autograder.core.cases import Returned, build_cases, device_arg, device_check
+from autograder.core.grade import Grader
+from autograder.course.build import ROOT, strip_markers
+from autograder.sandbox import protocol
+from solutions import positional_encodings, rotary_alibi
+
+sys.path.insert(0, str(ROOT / "autograder" / "sandbox"))
+import worker  # noqa: E402  (the job's side, as the sandbox runs it: a file of its own)
+
+FIRST = units.get("positional_encodings")
+SECOND = units.get("rotary_alibi")
+
+# The table built on the CPU whatever device was asked for.
+SINUSOIDAL_ON_THE_CPU = '''
+
+_reference_sinusoidal_table = sinusoidal_table
+
+
+def sinusoidal_table(num_positions, d_model, base=10000.0, *, device=None, dtype=torch.float32):
+    return _reference_sinusoidal_table(num_positions, d_model, base, dtype=dtype)
+'''
+
+ON_THE_CPU = {  # (unit, module, function name, the same function with device= ignored)
+    "sinusoidal": (FIRST, positional_encodings, "sinusoidal_table",
+                   lambda n, d, base=10000.0, *, device=None, dtype=torch.float32:
+                   positional_encodings.sinusoidal_table(n, d, base, dtype=dtype)),
+    "relative_positions": (FIRST, positional_encodings, "clipped_relative_positions",
+                           lambda lq, lk, k, *, device=None: positional_encodings.clipped_relative_positions(lq, lk, k)),
+    "alibi_slopes": (SECOND, rotary_alibi, "alibi_slopes",
+                     lambda n, *, device=None: rotary_alibi.alibi_slopes(n)),
+}
+
+
+def _outcome(namespace, probe):
+    """What the job sends back for ``probe`` run on ``namespace``'s functions, as the grader reads it."""
+    outcome = worker.run_probe(namespace, dict(probe), [])
+    return protocol.task_results(worker.pack({"p": outcome}), {"p": "call"})["p"]
+
+
+def _meta_cases(unit, task):
+    return [case for case in build_cases(unit)[task]
+            if any(value == device_arg("meta") for value in case.probe.get("kwargs", {}).values())]
+
+
+# --- the plumbing -----------------------------------------------------------------------------------------------
+
+def test_a_device_travels_in_a_probe_and_is_a_torch_device_in_the_job():
+    assert worker._decode_argument({"__device__": "meta"}) == torch.device("meta")
+    assert worker._decode_argument([{"__device__": "cpu"}, ({"__dtype__": "float64"},)]) == [
+        torch.device("cpu"), (torch.float64,)]
+
+
+def test_a_meta_tensor_is_sent_without_data_and_read_back_as_its_description():
+    value = worker._encode(torch.empty(7, 4, dtype=torch.float64, device="meta"))
+    assert value["device"] == "meta" and value["shape"] == [7, 4] and value["dtype"] == "float64"
+    assert "tensor" not in value
+    checked = protocol.task_results(worker.pack({"p": {"value": value}}), {"p": "call"})["p"]
+    assert checked["value"]["shape"] == [7, 4] and checked["value"]["dtype"] == "float64"
+
+
+@pytest.mark.parametrize("bad", [{"dtype": "object"}, {"shape": [-1]}, {"shape": [2**31]}, {"shape": [1] * 9},
+                                 {"shape": [1.5]}, {"device": "x" * 65}, {"extra": 1}])
+def test_the_protocol_refuses_a_description_out_of_its_schema(bad):
+    value = {**worker._encode(torch.empty(2, device="meta")), **bad}
+    with pytest.raises(protocol.ProtocolError):
+        protocol.task_results(worker.pack({"p": {"value": value}}), {"p": "call"})
+
+
+def test_the_device_check_checks_type_then_device_then_shape_then_dtype():
+    check = device_check("f(device=meta)", "meta", (3, 4), torch.float32)
+
+    def value(device="meta", shape=(3, 4), dtype=torch.float32):
+        return {"value": worker._encode(torch.empty(shape, dtype=dtype, device=device))}
+
+    assert check(value()).passed
+    assert "should be a torch.Tensor" in check({"value": {"type_name": "list", "repr": "[]"}}).message
+    wrong_device = check(value("cpu", (4, 3), torch.float64)).message
+    assert "returned a tensor on cpu, expected meta" in wrong_device and "device=" in wrong_device
+    assert "shape" in check(value(shape=(4, 3), dtype=torch.float64)).message
+    assert "dtype" in check(value(dtype=torch.float64)).message
+    assert "raised" in check({"error": {"type": "RuntimeError", "mro": ["RuntimeError"], "message": "no",
+                                        "where": ""}}).message
+    assert "is not defined" in check({"missing": "f"}).message
+
+
+def test_a_meta_tensor_where_data_is_wanted_is_told_apart_from_a_tensor():
+    from autograder.core.cases import returned_value
+
+    got = returned_value({"value": worker._encode(torch.empty(2, device="meta"))})
+    assert isinstance(got, Returned) and "meta" in got.type_name
+
+
+# --- the cases --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("task", sorted(ON_THE_CPU))
+def test_each_task_with_a_device_argument_has_a_scored_meta_case_the_reference_passes(task):
+    unit, module, name, _ = ON_THE_CPU[task]
+    cases = _meta_cases(unit, task)
+    assert [case.scored for case in cases] == [True], f"{task}: one scored meta case"
+    assert "device=torch.device('meta')" in cases[0].label
+    verdict = cases[0].check(_outcome({name: getattr(module, name)}, cases[0].probe))
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.parametrize("task", sorted(ON_THE_CPU))
+def test_a_function_that_ignores_its_device_fails_its_meta_case_with_a_message_that_teaches(task):
+    unit, _, name, on_the_cpu = ON_THE_CPU[task]
+    case = _meta_cases(unit, task)[0]
+    verdict = case.check(_outcome({name: on_the_cpu}, case.probe))
+    assert not verdict.passed
+    assert f"{case.label} returned a tensor on cpu, expected meta: build new tensors on the device asked for" \
+           in verdict.message
+
+
+@pytest.fixture(scope="module")
+def first_grader():
+    grader = Grader(FIRST, sandbox="auto", timing_mode="give")  # the timing tier has tests of its own
+    yield grader
+    grader.close()
+
+
+def test_a_sinusoidal_table_that_ignores_device_loses_its_edge_cases_test(first_grader, tmp_path):
+    path = tmp_path / "positional_encodings.py"
+    path.write_text(strip_markers(FIRST.reference_path.read_text(encoding="utf-8")) + SINUSOIDAL_ON_THE_CPU)
+    by_id = {test.id: test for test in first_grader.grade(path).tests}
+    edge = by_id["sinusoidal_edge_cases"]
+    assert edge.score == 0, edge.output
+    assert "returned a tensor on cpu, expected meta: build new tensors on the device asked for, device=" \
+           in edge.output
+    for test in by_id.values():  # charged once: the other tests ask for no device
+        if test.id != "sinusoidal_edge_cases" and test.task != "timing":
+            assert test.score == test.max_score, (test.id, test.output)
