@@ -66,3 +66,9 @@ def test_learned_gradient_reaches_only_the_rows_used():
     expected = torch.zeros(6, 3)
     expected[:4] = 2.0  # two sequences in the batch, each using rows 0..3 once
     assert_close(module.weight.grad, expected, what="weight.grad after forward(zeros (2, 4, 3)).sum().backward()")
+
+
+def test_learned_add_leaves_the_callers_x_alone():
+    x = torch.ones(2, 3, 4)
+    _with_weight(5, 4)(x)
+    assert torch.equal(x, torch.ones(2, 3, 4)), "x was changed in place (x += ...): return x + rows, a new tensor"

@@ -23,3 +23,9 @@ def test_relative_positions_lie_between_0_and_2k():
 def test_relative_positions_depend_only_on_the_offset():
     got = clipped_relative_positions(8, 8, 2)
     assert torch.equal(got[1:, 1:], got[:-1, :-1]), "moving query and key by one position must not change the entry"
+
+
+def test_relative_positions_with_more_queries_than_keys():
+    expected = torch.tensor([[2, 3, 4], [1, 2, 3], [0, 1, 2], [0, 0, 1], [0, 0, 0]])
+    assert_close(clipped_relative_positions(5, 3, 2), expected, what="clipped_relative_positions(5, 3, 2)",
+                 hint="(Lq, Lk): query i along the rows, key j along the columns, entry clip(j - i, -k, k) + k.")

@@ -63,3 +63,12 @@ def test_shaw_keeps_float64():
     q, key, rel_k, k = (t.double() if isinstance(t, torch.Tensor) else t for t in _inputs())
     got = shaw_scores(q, key, rel_k, k)
     assert got.dtype == torch.float64, f"float64 inputs should give float64 scores, got {got.dtype}"
+
+
+def test_shaw_with_more_queries_than_keys_matches_the_formula():
+    q, key, rel_k, k = (t.double() if isinstance(t, torch.Tensor) else t for t in _inputs(length_q=6, length_k=3, k=1))
+    index = (torch.arange(3)[None, :] - torch.arange(6)[:, None]).clamp(-1, 1) + 1  # (Lq, Lk): j - i, clipped, + k
+    expected = (q[..., :, None, :] * (key[..., None, :, :] + rel_k[index])).sum(-1) / 2  # scale 1/sqrt(4)
+    assert_close(shaw_scores(q, key, rel_k, k), expected, what="shaw_scores with Lq = 6, Lk = 3, k = 1", atol=1e-9,
+                 axes=("batch", "head", "query", "key"),
+                 hint="scores[b, h, i, j] = scale * q_i . (k_j + rel_k[clip(j - i, -k, k) + k]), in q's dtype.")

@@ -77,3 +77,13 @@ def test_sinusoidal_rejects_a_d_model_that_is_not_a_positive_even_number(d_model
 def test_sinusoidal_rejects_a_negative_number_of_positions():
     with pytest.raises(ValueError):
         sinusoidal_table(-1, 4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_sinusoidal_gives_half_precision_when_asked(dtype):
+    table = sinusoidal_table(12, 6, dtype=dtype)
+    assert table.dtype == dtype, f"dtype={dtype} was asked for, got {table.dtype}"
+    position = torch.arange(12, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, 6, 2) / 6)
+    expected = torch.stack((position.sin(), position.cos()), -1).reshape(12, 6)
+    assert_close(table.double(), expected, what=f"sinusoidal_table(12, 6, dtype={dtype})", atol=1e-2,
+                 hint="build the angles in float32 or float64, round to the dtype asked for once, at the end.")

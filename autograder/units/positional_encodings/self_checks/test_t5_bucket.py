@@ -45,3 +45,25 @@ def test_t5_bucket_rejects_settings_without_exact_buckets():
         t5_relative_position_bucket(torch.arange(-5, 5), num_buckets=2)  # 1 per direction: max_exact = 0
     with pytest.raises(ValueError):
         t5_relative_position_bucket(torch.arange(-5, 5), max_distance=8)  # max_distance <= max_exact = 8
+
+
+RELATIVE = [-50, -30, -13, -9, -4, -3, 0, 2, 3, 7, 11, 15, 39, 40]
+
+
+@pytest.mark.parametrize("bidirectional, num_buckets, max_distance, expected", [
+    (True, 12, 40, [5, 5, 4, 4, 3, 3, 0, 8, 9, 9, 10, 10, 11, 11]),  # n = 6 a direction, 3 exact
+    (False, 20, 70, [18, 15, 11, 9, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0]),  # n = 20, 10 exact
+])
+def test_t5_bucket_follows_its_settings(bidirectional, num_buckets, max_distance, expected):
+    got = t5_relative_position_bucket(torch.tensor(RELATIVE), bidirectional, num_buckets, max_distance)
+    assert_close(got, torch.tensor(expected), what=f"t5_relative_position_bucket({RELATIVE}, {bidirectional}, "
+                 f"{num_buckets}, {max_distance})",
+                 hint="n = num_buckets (halved when bidirectional), max_exact = n // 2, then max_exact + "
+                      "int(log(d / max_exact) / log(max_distance / max_exact) * (n - max_exact)) in float32 "
+                      "(a true division d / max_exact, one log base), clamped to n - 1.")
+
+
+def test_t5_bucket_gives_int64_buckets_for_int32_positions():
+    got = t5_relative_position_bucket(torch.tensor([-20, 0, 3, 300], dtype=torch.int32))
+    assert got.dtype == torch.int64, f"the buckets are int64 whatever the input's integer dtype, got {got.dtype}"
+    assert_close(got, torch.tensor([10, 0, 19, 31]), what="t5_relative_position_bucket(int32 [-20, 0, 3, 300])")

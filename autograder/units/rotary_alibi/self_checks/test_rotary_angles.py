@@ -42,3 +42,31 @@ def test_rotary_angles_keep_the_shape_of_the_positions():
 def test_rotary_angles_rejects_a_head_dim_that_is_not_positive_and_even(head_dim):
     with pytest.raises(ValueError):
         rotary_angles(torch.arange(3), head_dim)
+
+
+def test_rotary_angles_take_fractional_positions_as_they_are():
+    # head_dim = 4: theta = [1, 0.01]; positions 0.5 and 2.25, as scaled_positions gives them
+    cos, sin = rotary_angles(torch.tensor([0.5, 2.25]), 4)
+    expected = torch.tensor([[math.sin(0.5), math.sin(0.005)], [math.sin(2.25), math.sin(0.0225)]])
+    cut = torch.tensor([[0.0, 0.0], [math.sin(2), math.sin(0.02)]])
+    assert_close(sin, expected, what="sin at positions 0.5 and 2.25", atol=1e-6,
+                 causes=[(cut, "fractional positions are cut to whole numbers (a cast to long): keep them as they are.")],
+                 hint="a position need not be a whole number: angle = t * theta_i with t as given.")
+
+
+def test_rotary_angles_honour_dtype_and_base():
+    positions = torch.tensor([[3, 40], [0, 7]])
+    cos, sin = rotary_angles(positions, 6, base=250.0, dtype=torch.float64)
+    assert cos.dtype == sin.dtype == torch.float64, f"dtype=torch.float64 was asked for, got {cos.dtype}, {sin.dtype}"
+    theta = torch.tensor([250.0 ** (-2 * i / 6) for i in range(3)], dtype=torch.float64)
+    angle = positions.double()[..., None] * theta
+    assert_close(cos, angle.cos(), what="cos of rotary_angles([[3, 40], [0, 7]], 6, base=250.0, dtype=float64)",
+                 atol=1e-5, hint="theta_i = base ** (-2i / head_dim), with the base given.")
+    assert_close(sin, angle.sin(), what="sin of the same call", atol=1e-5)
+
+
+def test_rotary_angles_of_a_single_position_and_of_none():
+    cos, _ = rotary_angles(torch.tensor(3), 4)
+    assert cos.shape == (2,), f"a 0-d position gives shape (head_dim // 2,) = (2,), got {tuple(cos.shape)}"
+    cos, _ = rotary_angles(torch.arange(0), 6)
+    assert cos.shape == (0, 3), f"no positions give shape (0, 3), got {tuple(cos.shape)}"

@@ -29,3 +29,19 @@ def test_scaled_positions_gives_float32_for_half_and_integer_positions_and_takes
         assert got.dtype == torch.float32, f"{positions.dtype} positions should give float32, got {got.dtype}"
     assert_close(scaled_positions(torch.arange(3), factor=0.5), torch.tensor([0.0, 2.0, 4.0]),
                  what="scaled_positions([0, 1, 2], factor=0.5)", atol=0.0, hint="any factor above 0 is allowed.")
+
+
+def test_scaled_positions_keep_float64_precision():
+    positions = torch.tensor([987654.321, 5000000.007], dtype=torch.float64)
+    got = scaled_positions(positions, factor=3.0)
+    assert got.dtype == torch.float64, f"float64 positions stay float64, got {got.dtype}"
+    assert_close(got, torch.tensor([987654.321 / 3.0, 5000000.007 / 3.0], dtype=torch.float64),
+                 what="scaled_positions([987654.321, 5000000.007] (float64), factor=3.0)", atol=0.0, rtol=1e-12,
+                 hint="divide in float64 and keep float64: a float32 step on the way loses the fractions.")
+
+
+def test_scaled_positions_leave_the_callers_positions_alone():
+    positions = torch.arange(0, 50, 5, dtype=torch.float32)
+    before = positions.clone()
+    scaled_positions(positions, factor=5.0)
+    assert torch.equal(positions, before), "the positions passed in were divided in place: return a new tensor"
