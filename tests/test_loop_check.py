@@ -551,3 +551,68 @@ def test_the_loop_check_of_submissions_graded_at_once_in_threads_never_fails(ref
         gc.set_threshold(*thresholds)
     assert failures == []
     assert outcomes == [expected] * 100
+
+
+def test_a_loop_whose_count_is_written_in_the_text_is_left_out_and_one_from_the_inputs_is_not():
+    """A loop over a literal tuple (a fixed layout: q and k) or a small constant range runs the same number of
+    times whatever the sequence length: it is not a loop over positions. A loop whose count comes from the inputs
+    is a finding, whichever axis it runs over: the text does not say."""
+    fixed = '''
+def shaw_scores(q, k):
+    out = []
+    for t in (q, k):
+        out.append(t * 2)
+    for half in range(2):
+        out.append(q[..., half::2])
+    parts = [q[..., i::4] for i in range(-4, 0, 1)]
+    return out, parts
+'''
+    assert loops_in(fixed, ["shaw_scores"]) == []
+    from_inputs = '''
+def shaw_scores(q, k, slopes):
+    rows = [q[:, :, i] for i in range(q.shape[2])]
+    for h in range(len(slopes)):
+        rows.append(slopes[h])
+    for t in (*rows,):
+        pass
+    for block in range(100):
+        pass
+    return rows
+'''
+    assert [item.split(":")[0] for item in loops_in(from_inputs, ["shaw_scores"])] == [
+        "shaw_scores, line 2", "shaw_scores, line 3", "shaw_scores, line 5", "shaw_scores, line 7"]
+
+
+def test_a_loop_inside_a_fixed_loop_is_still_found():
+    source = '''
+def shaw_scores(q, k):
+    for t in (q, k):
+        for i in range(t.shape[0]):
+            t[i] = t[i] * 2
+    return q
+'''
+    assert loops_in(source, ["shaw_scores"]) == ["shaw_scores, line 3: for i in range(t.shape[0]):"]
+
+
+def test_the_words_for_a_loop_do_not_say_positions_when_it_may_run_over_heads(tmp_path, monkeypatch):
+    """alibi_bias with a loop over its heads: a finding (its count comes from the inputs), said without calling it
+    a loop over positions."""
+    from autograder.core.timing import LOOP_ADVICE
+
+    source = '''
+import torch
+
+def alibi_bias(length_q, length_k, slopes, *, causal=True):
+    distance = torch.arange(length_q)[:, None] - torch.arange(length_k)[None, :]
+    rows = [-slope * distance for slope in slopes]
+    return torch.stack(rows).unsqueeze(0)
+'''
+    assert [item.split(":")[0] for item in loops_in(source, ["alibi_bias"])] == ["alibi_bias, line 3"]
+    assert "over positions" not in LOOP_ADVICE and "heads" in LOOP_ADVICE
+    (tmp_path / "heads_loop.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import heads_loop
+
+    with pytest.raises(AssertionError) as error:
+        assert_no_loops(heads_loop.alibi_bias)
+    assert "has a Python loop" in str(error.value) and "over positions" not in str(error.value), str(error.value)

@@ -44,9 +44,11 @@ def loops_in(sources, names):
     ["name, line N: the line (label)", ...]: one entry for each ``for``,
     ``while``, comprehension, ``map``/``filter``/``reduce`` and recursion, and
     one for each way of binding a name that the check cannot follow
-    (``exec``, ``globals()``, ``sys.modules``...), which says so. A loop over a
-    literal tuple or list of constants (``for mode in ("add", "concat")``) is
-    not a loop over positions and is left out.
+    (``exec``, ``globals()``, ``sys.modules``...), which says so. A loop whose
+    count is written in the text (over a literal tuple or list, ``for mode in
+    ("add", "concat")``, ``for t in (q, k)``, or a small constant ``range``) is
+    not a loop over positions and is left out; any loop whose count comes from
+    the inputs is a finding, whether it runs over positions or heads.
 
     The names are followed however they come to be bound: ``def``, ``class``
     (every method), assignments of every kind, aliases, lambdas, decorators
@@ -71,7 +73,9 @@ def assert_no_loops(function):
     found = _loop_findings(sources, [name])
     if any(kind != "refused" for kind, _ in found):
         raise AssertionError(f"{name} has a Python loop: " + "; ".join(text for _, text in found)
-                             + "\nLikely cause: a loop over positions; use tensor operations (broadcasting, gather).")
+                             + "\nLikely cause: a loop whose count comes from the inputs (positions, heads, rows): the check "
+                             "reads the text and cannot tell how many times it runs; use tensor operations "
+                             "(broadcasting, gather).")
     if found:
         raise AssertionError(f"{name} cannot be checked for loops: " + "; ".join(text for _, text in found)
                              + "\nLikely cause: it is made in a way the check cannot read; define it with def.")
@@ -513,10 +517,31 @@ def _alias_root(node):
     return root.id if isinstance(root, ast.Name) else None
 
 
+_FIXED_RANGE = 16  # a constant range(...) of at most this many steps: far fewer than any timed length
+
+
 def _constant_iteration(node):
-    """A loop over a literal tuple or list of constants: not a loop over positions."""
+    """A loop whose number of steps is written in the text, whatever the inputs: over a literal tuple, list or set
+    (``for mode in ("add", "concat")``, ``for t in (q, k)``), or over ``range`` of integer constants of at most
+    ``_FIXED_RANGE`` steps. It cannot grow with the sequence length, so it is not a loop over positions. A loop
+    whose count comes from the inputs (``range(len(slopes))``, ``range(x.shape[1])``) is a finding: the text does
+    not say which axis a count measures."""
+    def integer(node):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            node = node.operand
+        return isinstance(node, ast.Constant) and type(node.value) is int
+
     def constant(iterable):
-        return isinstance(iterable, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Constant) for e in iterable.elts)
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            return not any(isinstance(e, ast.Starred) for e in iterable.elts)
+        if (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range"
+                and not iterable.keywords and 1 <= len(iterable.args) <= 3 and all(map(integer, iterable.args))):
+            try:
+                steps = len(range(*(ast.literal_eval(a) for a in iterable.args)))
+            except (ValueError, OverflowError):
+                return False
+            return steps <= _FIXED_RANGE
+        return False
 
     if isinstance(node, (ast.For, ast.AsyncFor)):
         return constant(node.iter)

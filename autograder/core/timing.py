@@ -6,7 +6,15 @@ the correctness tests of its own tasks pass (a wrong helper is replaced by the
 grader's stand-in for the timing, in both jobs: it has cost its own task's
 points already), and gets no points when its functions, the helper's
 included, hold a Python loop (a static check of the source, reported on its
-own line). Otherwise:
+own line).
+
+The rubric's rule for a path that computes the wrong thing (one of the ``requires`` tasks fails a value test):
+its timing points are withheld, and the timing row says so, with the figure, as a charge of its own. The path is
+not timed with the grader's reference in place of the wrong function: on every timed path that function is the
+path (shaw_scores, t5_bias or biased_scores, alibi_bias, the rotary functions), so the time would be the
+reference's, points for code that does not work (DESIGN.md, invariant 8); nor is the wrong code timed, since a
+wrong path may be fast because it leaves work out. A helper of another task is different: it is a part of the
+path, the rest stays the student's, so a stand-in keeps the timing about their code. Otherwise:
 
 * Two jobs run the same worker (``worker.py``, serve mode): one with the
   student's code, one with the reference and nothing else. The whole tier of a
@@ -679,6 +687,27 @@ def value_tests(rubric, tasks):
     return [test for task in tasks for test in rubric.tests_of(task) if not test.needs]
 
 
+def withheld_words(rubric, path, test, failing):
+    """The timing row of a path that is not timed because its correctness tests fail: the rubric's rule, its
+    figure, and that it is charged once, here, beside what the mistake costs in its own task."""
+    tasks = ", ".join(dict.fromkeys(rubric.TEST_BY_ID[t].task for t in failing))
+    return (f"Not timed: every correctness test of this path must pass first, and {', '.join(failing)} did not. "
+            f"These timing points need the path's correctness tests: you lose them once, here ({test.points} "
+            f"points), besides what the mistake costs in {tasks}. A path is timed only when it computes the right "
+            f"thing (the rubric's rule: a wrong path could be fast because it leaves work out); once {tasks} "
+            "passes, the path is timed.")
+
+
+# Said under a loop finding. The check reads the text only: it cannot tell how many times a loop whose count
+# comes from the inputs runs (over positions, over heads), so any such loop costs the points; a loop over a
+# literal tuple or list, or over a small constant range, has a count fixed in the text and is left out.
+LOOP_ADVICE = ("A Python loop in the score path gets no timing points, whatever its time and whatever it runs over "
+               "(positions, heads, rows): the check reads your code without running it and cannot tell how many "
+               "times a loop whose count comes from the inputs runs. Use tensor operations (broadcasting, gather, "
+               "indexing with a tensor of indices); a loop over a literal tuple such as (q, k), or over a small "
+               "constant range, is left out.")
+
+
 def grade_tier(unit, submission, passed, mode, references, machine, limits, server):
     """The timing tier of one submission of ``unit``: [(rubric test, fraction of its points, feedback lines)].
 
@@ -697,8 +726,7 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
         test = rubric.TEST_BY_ID[path.test]
         failing = [t.id for t in value_tests(rubric, path.requires) if t.id not in passed]
         if failing:
-            graded.append((test, 0, [f"Not timed: every correctness test of this path must pass first, "
-                                     f"and {', '.join(failing)} did not."]))
+            graded.append((test, 0, [withheld_words(rubric, path, test, failing)]))
             continue
         found = static_check(submission.chunks, path, unit)
         if found:
@@ -707,8 +735,7 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
                 f"No points: a Python loop in the score path ({loops[0]})." if loops else
                 f"No points: the static check cannot read how the score path is made ({found[0][1]}).",
                 "Static check: " + "; ".join(text for _, text in found),
-                "A loop over positions gets no timing points, whatever its time: use tensor operations "
-                "(broadcasting, gather, indexing with a tensor of indices)." if loops else
+                LOOP_ADVICE if loops else
                 "The timing tier times only a path it can check for loops: define its functions with def, "
                 "call them by their names, and leave exec, globals() and the like out of the submission."]))
             continue

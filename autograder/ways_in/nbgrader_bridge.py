@@ -113,13 +113,13 @@ def _time_in_kernel(unit, test, namespace):
 
     from autograder.core.loop_check import _sources_of, loops_in
     from autograder.core.grade import TestResult
-    from autograder.core.timing import fraction_for, share_words, value_tests
+    from autograder.core.timing import fraction_for, share_words, value_tests, withheld_words
 
     rubric, reference = unit.rubric, unit.reference
     path = next(path for path in rubric.TIMED_PATHS if path.test == test.id)
     failing = [other.id for other in value_tests(rubric, path.requires) if not run_test(other.id, namespace).passed]
     if failing:
-        return TestResult(test.id, test.task, 0, test.points, f"Not timed: {', '.join(failing)} must pass first.")
+        return TestResult(test.id, test.task, 0, test.points, withheld_words(rubric, path, test, failing))
     # The notebook's cells as they ran (IPython keeps them), so that helpers and bindings are followed too.
     sources = _sources_of(namespace[path.functions[0]]) if path.functions[0] in namespace else None
     loops = loops_in(sources, list(path.functions)) if sources else [f"{path.functions[0]}: its source is not found"]

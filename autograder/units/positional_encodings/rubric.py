@@ -52,10 +52,10 @@ TESTS = (
     Test("biased_scores_broadcast", "biased_scores", 1, "bias of shape (1, H, Lq, Lk), (Lq, Lk) and (B, 1, 1, Lk)"),
     # The timing tier (autograder/core/timing.py): the score path against the reference, once it is correct.
     # Their feedback (ratios, loops found) quotes no hidden case: shown at once.
-    Test("shaw_speed", "timing", 8, "shaw_scores (with its helper) timed against the reference: no loop over "
-                                    "positions, time and memory within the rubric's bands", details="visible"),
-    Test("t5_speed", "timing", 7, "biased_scores(q, k, t5_bias(...)) timed against the reference: no loop over "
-                                  "positions, time and memory within the rubric's bands", details="visible"),
+    Test("shaw_speed", "timing", 8, "shaw_scores (with its helper) timed against the reference: no Python loop, "
+                                    "time and memory within the rubric's bands", details="visible"),
+    Test("t5_speed", "timing", 7, "biased_scores(q, k, t5_bias(...)) timed against the reference: no Python loop, "
+                                  "time and memory within the rubric's bands", details="visible"),
 )
 
 # The hidden cases are drawn from this seed: the same seed, the same cases.
@@ -64,9 +64,10 @@ SEED = 20261130
 # The nbgrader assignment, the module students write, and this folder's name are one name.
 ASSIGNMENT = "positional_encodings"
 
-# The timing tier. Each path is timed only when the correctness tests of its own tasks pass (``requires``); a
-# wrong helper it calls is replaced by the grader's stand-in for the timing (``helpers``): one mistake, charged
-# once, in the helper's task. How each path is called and its inputs drawn is in job.py.
+# The timing tier. Each path is timed only when the correctness tests of its own tasks pass (``requires``): the
+# rubric's rule, since a wrong path timed would give points for code that does not work. A mistake there costs its
+# own task's tests and, once, the path's timing points, which the timing row says with the figure. A wrong helper
+# it calls is replaced by the grader's stand-in for the timing (``helpers``): charged once, in the helper's task. How each path is called and its inputs drawn is in job.py.
 TIMING_MAX_RELATIVE = 16  # Shaw's clipping distance k on the timed path
 TIMING_NUM_BUCKETS = 32
 TIMED_PATHS = (

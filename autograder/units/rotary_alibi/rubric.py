@@ -53,10 +53,10 @@ TESTS = (
     Test("scaled_positions_invalid_args", "scaled_positions", 3, "ValueError for a factor that is 0, negative, "
                                                                  "infinite or NaN", needs="scaled_positions_values"),
     # The timing tier: the two score paths against the reference, once they are correct.
-    Test("rope_speed", "timing", 9, "rope_scores timed against the reference: no loop over positions, time and "
+    Test("rope_speed", "timing", 9, "rope_scores timed against the reference: no Python loop, time and "
                                     "memory within the rubric's bands", details="visible"),
     Test("alibi_speed", "timing", 9, "q @ k^T * scale + alibi_bias(L, L, alibi_slopes(H)) timed against the "
-                                     "reference: no loop over positions, time and memory within the bands",
+                                     "reference: no Python loop, time and memory within the bands",
          details="visible"),
 )
 
@@ -66,7 +66,9 @@ SEED = 20261201
 # The nbgrader assignment, the module students write, and this folder's name are one name.
 ASSIGNMENT = "rotary_alibi"
 
-# The timed paths (job.py says how each is called and its inputs drawn). A wrong alibi_slopes has cost its own
+# The timed paths (job.py says how each is called and its inputs drawn). A path is timed only when the value tests
+# of its ``requires`` pass (the rubric's rule: see the first unit's rubric); a mistake there costs its own task's
+# tests and, once, the path's 9 timing points: a sign slip in alibi_bias 6 + 9, BLOOM's form 4 + 9. A wrong alibi_slopes has cost its own
 # points: the bias path is then timed with the grader's stand-in slopes. alibi_slopes sees only the number of
 # heads: a loop in it is one per head, as in the ALiBi authors' own code, and costs nothing.
 TIMED_PATHS = (

@@ -86,6 +86,11 @@ def _parameter_check(label, max_len, d_model):
     return check
 
 
+# The concat order's mistake, by the words learned_concat names it with: learned_gradients' concat case knows it
+# too, so that a gradient that shows it (and nothing else) is charged in learned_concat, once.
+POSITIONS_FIRST = "the position vector comes first; append it after x: cat((x, rows), dim=-1)."
+
+
 def _features(batch):
     return {"batch": "batch 1" if batch == 1 else "batch > 1"}
 
@@ -117,8 +122,7 @@ def build(rng, generator):
         init = (max_len, d_model, "concat")
         label = _label(init, x)
         rows = weight[:length].expand(batch, length, d_model)
-        mistakes = [Mistake("the position vector comes first; append it after x: cat((x, rows), dim=-1).",
-                            lambda x=x, rows=rows: torch.cat((rows, x), dim=-1))]
+        mistakes = [Mistake(POSITIONS_FIRST, lambda x=x, rows=rows: torch.cat((rows, x), dim=-1))]
         cases.append(Case("learned_concat", label, _module_probe(init, x, weight),
                           _forward_check(label, torch.cat((x, rows), dim=-1), mistakes), features=_features(batch),
                           sizes={"B": batch, "L": length, "max_len": max_len, "d": d, "d_model": d_model,
@@ -158,10 +162,15 @@ def build(rng, generator):
         grad_out = randn(2, length, d + 6 if mode == "concat" else d)
         expected = torch.zeros(max_len, 6)
         expected[:length] = grad_out[..., -6:].sum(0)
+        # The gradient of the rows had they come first: the order is learned_concat's to charge, not this test's.
+        first = None
+        if mode == "concat":
+            first = torch.zeros(max_len, 6)
+            first[:length] = grad_out[..., :6].sum(0)
         init = (max_len, 6, mode)
         label = f"the gradient of weight after {_label(init, x)}"
 
-        def grad_check(outcome, label=label, expected=expected, length=length, max_len=max_len,
+        def grad_check(outcome, label=label, expected=expected, length=length, max_len=max_len, first=first,
                        forward=_forward_check(label, torch.empty(0))):
             if outcome is None or "missing" in outcome or "error" in outcome["init"]:
                 return forward(outcome)
@@ -177,6 +186,9 @@ def build(rng, generator):
                 return Verdict(False, f"{label} is None: weight took no part in the output. Use self.weight "
                                       "itself (slices keep the graph); do not copy or detach it.")
             problem = mismatch(got, expected, what=label, atol=1e-5, rtol=1e-5)
+            if problem and first is not None and mismatch(got, first, what=label, atol=1e-5, rtol=1e-5) is None:
+                return Verdict(False, f"{problem}\nLikely mistake: {POSITIONS_FIRST}", mistake=POSITIONS_FIRST,
+                               unnamed=problem)
             if problem and got.shape == expected.shape and (got[length:] != 0).any():
                 problem += f"\nRows {length}..{max_len - 1} should get no gradient: only weight[:L] is used."
             return Verdict(problem is None, problem or "")
