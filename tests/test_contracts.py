@@ -147,13 +147,8 @@ FIRST_UNIT_CORNERS = {
                       "    if q.dtype in (_torch.float16, _torch.bfloat16):\n"
                       "        q, k, rel_k = q.float(), k.float(), rel_k.float()\n"
                       "    return _shaw(q, k, rel_k, max_relative_position, scale=scale)\n"),
-    # The settings made keyword-only: a call that passes them by position fails.
-    ("t5_bucket", "settings by position"): (
-        "_buckets = t5_relative_position_bucket\n\n\n"
-        "def t5_relative_position_bucket(relative_position, *, bidirectional=True, num_buckets=32, max_distance=128):\n"
-        "    return _buckets(relative_position, bidirectional, num_buckets, max_distance)\n"),
 }
-CONTRACT_TESTS = {"shaw": "shaw_edge_cases", "t5_bucket": "t5_bucket_settings",
+CONTRACT_TESTS = {"shaw": "shaw_edge_cases",
                   "scaled_positions": "scaled_positions_values", "rotary_angles": "rotary_angles_edge_cases"}
 
 

@@ -296,7 +296,8 @@ def _check_buckets(bidirectional, num_buckets, max_distance):
 """
 
 DIAGNOSES = ("Likely mistake:", "How it goes wrong:", "When it goes wrong:", "only the dtype differs",
-             "only the shape differs", "in place. A function must leave its inputs")
+             "only the shape differs", "in place. A function must leave its inputs",
+             "right to float32's precision only")  # a cause named: a float32 step inside a float64 call
 
 # What the feedback of each blind variant must say (a regex over its task's failed tests), and the known
 # mistake it may be told, where it is one.
