@@ -51,6 +51,13 @@ def quick_grader():
     return Grader(UNIT, limits=Limits(wall_seconds=20, task_seconds=4), sandbox="auto")
 
 
+def correctness_grader(unit):
+    """A grader of ``unit`` whose timing tier gives its points unmeasured: for tests of correctness alone."""
+    grader = Grader(unit, sandbox="auto", timing_mode="give")
+    yield grader
+    grader.close()
+
+
 @pytest.fixture(scope="session")
 def reference_text():
     return strip_markers(REFERENCE.read_text(encoding="utf-8"))

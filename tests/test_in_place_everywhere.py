@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from autograder.core import units
 from autograder.core.cases import changed_inputs
-from autograder.core.grade import Grader
 from autograder.course.build import ROOT, strip_markers
 from autograder.sandbox import protocol
 
 sys.path.insert(0, str(ROOT / "autograder" / "sandbox"))
+from conftest import by_test, correctness_grader  # noqa: E402
 import worker  # noqa: E402  (the job's side, as the sandbox runs it: a file of its own)
 
 ROTARY = units.get("rotary_alibi")
@@ -151,22 +151,19 @@ def test_the_sentence_names_positions_as_before_and_paths_inside_arguments():
 
 @pytest.fixture(scope="module")
 def rotary_grader():
-    grader = Grader(ROTARY, sandbox="auto", timing_mode="give")  # the timing tier has tests of its own
-    yield grader
-    grader.close()
+    yield from correctness_grader(ROTARY)  # the timing tier has tests of its own
 
 
 def test_a_keyword_argument_changed_in_place_costs_its_test_with_a_message_naming_it(rotary_grader, tmp_path):
     path = tmp_path / "rotary_alibi.py"
     path.write_text(strip_markers(ROTARY.reference_path.read_text(encoding="utf-8")) + POSITIONS_Q_ADVANCED)
-    result = rotary_grader.grade(path)
-    by_id = {test.id: test for test in result.tests}
+    by_id = by_test(rotary_grader.grade(path))
     charged = by_id["rope_scores_positions"]
     assert charged.score == 0, charged.output
     assert re.search(r"changed its keyword argument positions_q in place", charged.output), charged.output
     assert "returns the right values" in charged.output
     # The other tests of the task never pass positions_q: they keep their points (charged once).
-    for test in result.tests:
+    for test in by_id.values():
         if test.id != "rope_scores_positions" and test.task != "timing":
             assert test.score == test.max_score, (test.id, test.output)
 
