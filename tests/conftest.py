@@ -1,6 +1,9 @@
 """Shared fixtures: one Grader for the whole run (its hidden cases are built once), and ways to write submissions."""
 
+import contextlib
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +52,39 @@ def grader():
 def quick_grader():
     """A grader with short limits, for submissions that hang."""
     return Grader(UNIT, limits=Limits(wall_seconds=20, task_seconds=4), sandbox="auto")
+
+
+# Job user ids for the tests that run processes as a job's user themselves: each test file its own, so that no two
+# files (run side by side by pytest's workers) act on one id. A grading run's pool leases from the range's start.
+from autograder.sandbox.users import JOB_UIDS  # noqa: E402
+
+TEST_UIDS = {"test_job_users.py": (JOB_UIDS.stop - 1, JOB_UIDS.stop - 2), "test_cleanup.py": (JOB_UIDS.stop - 3,),
+             "test_uid_leases.py": (JOB_UIDS.stop - 4, JOB_UIDS.stop - 5)}
+
+
+@contextlib.contextmanager
+def leased_on_this_machine(*uids, wait=600):
+    """Hold the machine's leases of ``uids`` (the folder every grader here uses) for the block, waiting for them.
+
+    For a test that runs processes as a job's user outside a pool, or whose pools lease in a folder of the test's
+    own: without this a grader's pool elsewhere could lease the id meanwhile and kill those processes (a keeper
+    ends a job by killing everything that runs as its id), or the test's could kill the grader's."""
+    from autograder.sandbox import users
+
+    folder = users.lease_folder()
+    held = []
+    try:
+        deadline = time.monotonic() + wait
+        for uid in uids:
+            while (lease := users.take_lease(folder, uid)) is None:
+                assert time.monotonic() < deadline, f"job user {uid} stayed leased for {wait} s"
+                time.sleep(0.05)
+            held.append(lease)
+        yield
+    finally:
+        for lease in held:
+            lease.close()  # not marked clean: the next holder clears what the test's processes left
+        os.close(folder)
 
 
 def correctness_grader(unit):

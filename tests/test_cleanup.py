@@ -23,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from autograder.sandbox import cleanup, users
+from conftest import TEST_UIDS, leased_on_this_machine
 
 ROOT = Path(__file__).resolve().parents[1]
-UID = users.JOB_UIDS.stop - 1  # as in test_job_users.py: the pool's last id, never a grading run's first
+UID, = TEST_UIDS["test_cleanup.py"]  # near the pool's end, never a grading run's first, and no other file's
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="made as another user, and removed by root")
 FAST = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # a tmpfs: deep trees are slow on some disks
 
@@ -37,8 +38,9 @@ def _job_python():
     standard library), or None."""
     for python in (sys.executable, "/usr/bin/python3"):
         try:
-            subprocess.run([python, "-I", "-c", "pass"], user=UID, group=UID, extra_groups=[], cwd="/", check=True,
-                           capture_output=True, timeout=60)
+            with leased_on_this_machine(UID):
+                subprocess.run([python, "-I", "-c", "pass"], user=UID, group=UID, extra_groups=[], cwd="/",
+                               check=True, capture_output=True, timeout=60)
             return python
         except (OSError, subprocess.SubprocessError):
             continue
@@ -161,8 +163,10 @@ def test_removal_leaves_nothing_of_any_tree_and_touches_nothing_outside(tree, to
         top.chmod(top_mode)
         os.chown(top, owner, owner)
         if by_owner:
-            done = subprocess.run([JOB_PYTHON, "-I", "-c", REMOVE_AS_OWNER, str(ROOT), str(top)], user=UID,
-                                  group=UID, extra_groups=[], capture_output=True, text=True, cwd="/", timeout=60)
+            with leased_on_this_machine(UID):
+                done = subprocess.run([JOB_PYTHON, "-I", "-c", REMOVE_AS_OWNER, str(ROOT), str(top)], user=UID,
+                                      group=UID, extra_groups=[], capture_output=True, text=True, cwd="/",
+                                      timeout=60)
             assert done.stdout.strip() == "True", done.stdout + done.stderr
         else:
             assert cleanup.remove(str(top))

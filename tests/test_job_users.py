@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from autograder.sandbox import users
+from conftest import TEST_UIDS
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the job users are made and swept by root")
-UID = users.JOB_UIDS.stop - 1  # the pool's last id: the tests below never share it with a grading run's first
-OTHER = users.JOB_UIDS.stop - 2
+UID, OTHER = TEST_UIDS["test_job_users.py"]  # the pool's last ids: never a grading run's first, and no other file's
 
 # A tree: each entry a (kind, owner) with kind "file", "folder" (world-writable, sticky, like /tmp), "private"
 # (a folder only its owner may write), or "link" (a symbolic link to a file outside the tree).

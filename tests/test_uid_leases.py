@@ -26,11 +26,29 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from autograder.sandbox import server, users
+from conftest import TEST_UIDS, leased_on_this_machine
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="job users are leased and run by root")
 ROOT = Path(__file__).resolve().parents[1]
-UID = users.JOB_UIDS.stop - 1  # the pool's last ids, as in test_job_users.py
-OTHER = users.JOB_UIDS.stop - 2
+UID, OTHER = TEST_UIDS["test_uid_leases.py"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def leases_of_this_file_s_own():
+    """Every pool here leases in a folder of this file's own (crashes and interleavings it can reason about), while
+    this file holds the machine's leases of its two ids: no grader elsewhere acts on them meanwhile."""
+    with leased_on_this_machine(UID, OTHER):
+        base = tempfile.mkdtemp(prefix="leases-")
+        before = os.environ.get(users.LEASES_VARIABLE)
+        os.environ[users.LEASES_VARIABLE] = os.path.join(base, "leases")
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(users.LEASES_VARIABLE, None)
+            else:
+                os.environ[users.LEASES_VARIABLE] = before
+            subprocess.run(["rm", "-rf", base], check=False)
 
 # A grader, as far as the pool goes: it answers one line per command read on stdin.
 #   acquire SECONDS -> the id it got, or "busy"      release -> "released" (the oldest id it holds)
