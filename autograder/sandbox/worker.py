@@ -165,7 +165,8 @@ def _described(value):
 
 
 def _warm_the_meta_device():
-    """Run a few operations on the meta device once, when the fork server starts (this module is imported there).
+    """Run a few operations on the meta device once, when the fork server starts (``zygote``), so each job forks
+    with them loaded. Not at import: the grader and nbgrader's kernels import this module and need none of it.
 
     Its kernels are Python (torch._refs, torch._decomp), loaded and set up on first use: 1 to 3 s, which every job
     would otherwise pay inside a task's time limit, the first time a probe asks for device="meta"."""
@@ -177,8 +178,6 @@ def _warm_the_meta_device():
     except Exception:  # a torch without the meta device: its probes then fail in the job, and say why
         pass
 
-
-_warm_the_meta_device()
 
 
 def _decode_argument(value):
@@ -1310,6 +1309,7 @@ def zygote(control_fd, isolate, keep=(), users=False):
     global _SECCOMP
     if users:
         _SECCOMP = _seccomp_binding()  # before any job: a job cannot choose what it loads
+    _warm_the_meta_device()
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     while True:

@@ -159,6 +159,23 @@ def hidden_check(test_id):
     return None if result.passed else result.score
 
 
+def _unit_of(nb, graded):
+    """The unit an nbgrader assignment grades: the one it is named after (each unit is an assignment of the same
+    name), or, for an assignment the instructor renamed, the one whose tests its grade cells are (nbgrader puts
+    the source's grade cells back before grading, so a student cannot change which). Never a guess: a notebook
+    that names no unit's tests, or tests of two, stops with what to do."""
+    named = [name for name in (graded.get("assignment"), graded.get("notebook")) if name in units.names()]
+    if named:
+        return units.get(named[0])
+    ids = {((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id") for cell in nb.cells}
+    found = {units.of_test(test_id).name for test_id in ids if units.test_named(test_id) is not None}
+    if len(found) == 1:
+        return units.get(found.pop())
+    raise ValueError(f"The kit cannot tell which unit the assignment {graded.get('assignment')!r} grades: its grade "
+                     f"cells are tests of {' and '.join(sorted(found)) or 'no unit'}. Name the assignment after its "
+                     f"unit ({', '.join(units.names())}), and keep the grade cells the kit's release made.")
+
+
 def _linked_submission(resources):
     """Why the submitted notebook nbgrader read is not the student's own file (a link), or "".
 
@@ -200,10 +217,7 @@ class TrustedGrades(_Preprocessor):
         from autograder.core.grade import Grader
         from autograder.sandbox.server import Limits
 
-        # The assignment being graded is the unit (each unit is an assignment of the same name).
-        graded = resources.get("nbgrader") or {}
-        named = [name for name in (graded.get("assignment"), graded.get("notebook")) if name in units.names()]
-        unit = units.get(named[0]) if named else units.all_units()[0]
+        unit = _unit_of(nb, resources.get("nbgrader") or {})
         if unit.name not in TrustedGrades._graders:
             from autograder.core import seeds
 

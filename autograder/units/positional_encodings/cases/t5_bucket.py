@@ -9,6 +9,7 @@ import math
 import torch
 
 from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import positional_encodings as ref
 
 NAME = "t5_relative_position_bucket"
@@ -22,6 +23,14 @@ HINTS = {
                                      "num_buckets or max_distance belongs",
     ("ratio", "max_distance / max_exact not whole"): "only the settings where max_distance / max_exact is not a "
                                                      "whole number fail: look at how that ratio is computed",
+    ("positions dtype", "int32 positions"): "int32 positions go wrong: the buckets are int64 whatever the integer "
+                                            "dtype of relative_position",
+    ("shape", "a scalar"): "a 0-d relative_position goes wrong: the buckets have relative_position's shape, () "
+                           "included; look for an index or a view that needs an axis",
+    ("passing", "settings by position"): "settings passed by position go wrong: keep the order of the signature, "
+                                         "(relative_position, bidirectional, num_buckets, max_distance)",
+    ("passing", "settings by keyword"): "settings passed by name go wrong: keep the parameter names of the "
+                                        "signature you were given",
 }
 
 
@@ -99,9 +108,13 @@ def _advice(bidirectional, num_buckets):
     )
 
 
-def case(test, relative_position, bidirectional=True, num_buckets=32, max_distance=128, pass_all=True):
+def case(test, relative_position, bidirectional=True, num_buckets=32, max_distance=128, pass_all=True,
+         by_position=False):
     kwargs = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance} if pass_all else {}
-    label = call_label(NAME, [relative_position], kwargs)
+    args = [relative_position]
+    if by_position:
+        args, kwargs = [relative_position, bidirectional, num_buckets, max_distance], {}
+    label = call_label(NAME, args, kwargs)
     expected = ref.t5_relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance)
     check = tensor_check(label, expected, atol=0, rtol=0,
                          mistakes=mistakes(relative_position, bidirectional, num_buckets, max_distance),
@@ -113,9 +126,46 @@ def case(test, relative_position, bidirectional=True, num_buckets=32, max_distan
                 "settings": "settings passed" if (num_buckets, max_distance) != (32, 128) else "T5's defaults",
                 "ratio": "max_distance / max_exact not whole" if max_exact and max_distance % max_exact
                 else "max_distance / max_exact whole",
-                "num_buckets": f"num_buckets={num_buckets}"}
-    return Case(test, label, call_probe(NAME, [relative_position], kwargs), check, features=features,
+                "num_buckets": f"num_buckets={num_buckets}",
+                "positions dtype": f"{str(relative_position.dtype).replace('torch.', '')} positions",
+                "shape": SHAPES.get(relative_position.dim(), "three axes or more"),
+                "passing": ("settings by position" if by_position else "settings by keyword" if pass_all
+                            else "settings left out")}
+    return Case(test, label, call_probe(NAME, args, kwargs), check, features=features,
                 sizes={"num_buckets": num_buckets, "max_distance": max_distance, "max_exact": max_exact})
+
+
+SHAPES = {0: "a scalar", 1: "a line", 2: "a grid"}
+# Settings the contract sends besides T5's own (bidirectional num_buckets, max_distance); the causal ones too.
+OTHER_SETTINGS = ((24, 64), (16, 100), (40, 300), (12, 48))
+
+
+def _from_contract(levels, rng, generator):
+    """A call of t5_bucket_settings at one row of the contract's design."""
+    num_buckets, max_distance = (32, 128) if levels["settings"] == "T5's defaults" else rng.choice(OTHER_SETTINGS)
+    reach = 3 * max_distance  # past max_distance, where every bucket is the last
+    shape = {"a scalar": (), "a line": (rng.randint(50, 200),), "a grid": (rng.randint(5, 20), rng.randint(5, 20)),
+             "three axes or more": (2, rng.randint(3, 6), rng.randint(5, 12))}[levels["shape"]]
+    relative_position = torch.randint(-reach, reach + 1, shape, generator=generator)
+    if shape:  # the exact buckets, the edge of the log part and max_distance itself are in every tensor
+        flat = relative_position.view(-1)
+        marks = torch.tensor([0, 1, -1, max_distance, -max_distance, max_distance - 1])[:flat.numel()]
+        flat[:marks.numel()] = marks
+    relative_position = relative_position.to(getattr(torch, levels["positions dtype"].split()[0]))
+    return case("t5_bucket_settings", relative_position, levels["direction"] == "bidirectional=True", num_buckets,
+                max_distance, by_position=levels["passing"] == "settings by position")
+
+
+# The contract: what the docstring lets vary, each level sent by some case of t5_bucket_settings, every pair of
+# levels together in one (autograder/core/contracts.py). Leaving the settings out is T5's defaults only: the
+# first case of t5_bucket_bidirectional does that.
+CONTRACT = Contract(NAME, (
+    Factor("positions dtype", ("int64 positions", "int32 positions")),
+    Factor("shape", ("a scalar", "a line", "a grid", "three axes or more")),
+    Factor("direction", ("bidirectional=True", "bidirectional=False")),
+    Factor("settings", ("T5's defaults", "settings passed")),
+    Factor("passing", ("settings by keyword", "settings by position")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -131,7 +181,7 @@ def build(rng, generator):
         case("t5_bucket_causal", line, bidirectional=False),
         case("t5_bucket_causal", grid, bidirectional=False),
         case("t5_bucket_causal", scattered, bidirectional=False),
-    ]
+    ] + contract_cases(CONTRACT, rng, generator)
     # (True, 32, 100): max_distance is no multiple of max_exact = 8, so an integer division there shows.
     # (True, 20, 160), (True, 32, 1461): distances land on a bucket's edge, where a log in float64 rather than
     # T5's float32 gives the next bucket (10, 20 and 80 for the first; 762 for the second).
