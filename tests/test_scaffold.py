@@ -9,6 +9,7 @@ that its own grader, with its new unit, is the one that runs.
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -171,11 +172,16 @@ def test_check_unit_finds_a_reference_that_loses_points(broken):
 
 
 def test_check_unit_finds_a_mistake_that_the_tasks_cases_cannot_catch(broken):
-    assert broken["uncaught"] == [
-        "the mistake 'the ramp comes first: scale * t + x.' of task uncaught_ramp is never caught: on each of the 5 "
-        "scored case(s) that declare it, its output passes the check, so no student who makes it loses a point. Add a "
-        "case where its output differs from the reference's to autograder/units/uncaught/cases/uncaught_ramp.py, or "
-        "drop the mistake"]
+    problems = broken["uncaught"]
+    assert len(problems) == 1, problems
+    said = re.fullmatch(
+        r"the mistake 'the ramp comes first: scale \* t \+ x\.' of task uncaught_ramp is never caught: on each of the "
+        r"(\d+) scored case\(s\) that declare it, its output passes the check, so no student who makes it loses a "
+        r"point\. Add a case where its output differs from the reference's to "
+        r"autograder/units/uncaught/cases/uncaught_ramp\.py, or drop the mistake", problems[0])
+    assert said, problems[0]
+    # Every scored case of the template declares its mistakes: its five written cases and its contract's, one or more
+    assert int(said.group(1)) > 5, problems[0]
 
 
 def test_check_unit_finds_a_task_without_cases_and_stops_there(broken):

@@ -153,6 +153,7 @@ is caught by at least one scored case of its task.
 import torch
 
 from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import __UNIT__ as ref
 
 NAME = "__TASK__"
@@ -161,6 +162,7 @@ NAME = "__TASK__"
 # known mistake explains a wrong output.
 HINTS = {
     ("scale", "scale != 1"): "with scale = 1 it works: look at where scale enters the formula",
+    ("scale", "scale 0.0"): "0.0 is a scale like any other: test `scale is None`, not `if not scale`",
 }
 
 
@@ -188,16 +190,35 @@ def _case(test, x, scale):
     check = tensor_check(label, expected, atol=atol, rtol=rtol, mistakes=_mistakes(x, scale),
                          axes=("batch", "position", "feature"), inputs=("x",))
     return Case(test, label, call_probe(NAME, [x], kwargs), check,
-                features={"scale": "scale 1" if scale == 1 else "scale != 1",
-                          "dtype": f"dtype {str(x.dtype).replace('torch.', '')}"},
+                features={"scale": "scale 1" if scale == 1 else "scale 0.0" if scale == 0 else "scale != 1",
+                          "dtype": f"dtype {str(x.dtype).replace('torch.', '')}",
+                          "positions": "one position" if x.shape[1] == 1 else "several positions"},
                 sizes={"B": x.shape[0], "L": x.shape[1], "d": x.shape[2]})
+
+
+# The contract: each way the docstring lets a call vary, as factors with levels named as the cases' features
+# name them. contract_cases sends one case per row of a covering design: every level, and every pair of levels of
+# two factors, in some case (tests/test_contracts.py holds every unit's contracts to it). TODO: your function's.
+def _from_contract(levels, rng, generator):
+    dtype = getattr(torch, levels["dtype"].split()[-1])
+    length = 1 if levels["positions"] == "one position" else rng.randint(2, 9)
+    scale = {"scale 1": 1.0, "scale 0.0": 0.0, "scale != 1": rng.choice([0.5, -2.0, 3.0])}[levels["scale"]]
+    x = torch.randn(rng.randint(1, 3), length, rng.randint(2, 5), generator=generator, dtype=torch.float64)
+    return _case("__TASK___values", x.to(dtype), scale)
+
+
+CONTRACT = Contract(NAME, (
+    Factor("dtype", ("dtype float32", "dtype float64")),
+    Factor("scale", ("scale 1", "scale 0.0", "scale != 1")),
+    Factor("positions", ("one position", "several positions")),
+), _from_contract)
 
 
 def build(rng, generator):
     def randn(*shape, dtype=torch.float32):
         return torch.randn(*shape, generator=generator).to(dtype)
 
-    cases = [
+    cases = contract_cases(CONTRACT, rng, generator) + [
         _case("__TASK___values", randn(2, 3, 4), 1.0),
         _case("__TASK___values", randn(3, rng.randint(5, 40), 5), 0.5),
         _case("__TASK___values", randn(1, 7, 2), -2.0),

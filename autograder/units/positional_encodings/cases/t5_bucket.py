@@ -2,6 +2,14 @@
 
 The reference agrees with Hugging Face's ``T5Attention._relative_position_bucket``
 on every case here (a test in tests/ checks that where transformers is installed).
+
+The contract's cases (t5_bucket_settings) send every shape the docstring allows,
+a 0-d tensor included. A 0-d tensor holds one distance, and at most distances
+most wrong formulas give the right bucket by chance; a case a wrong formula gets
+right by chance blurs the condition the feedback states (the settings' num_buckets
+no longer tells passing cases from failing ones). So the scalar's distance is
+drawn where it tells the most apart: where its bucket differs from the buckets of
+the other direction, of T5's defaults for each setting, and of every known mistake.
 """
 
 import math
@@ -140,6 +148,27 @@ SHAPES = {0: "a scalar", 1: "a line", 2: "a grid"}
 OTHER_SETTINGS = ((24, 64), (16, 100), (40, 300), (12, 48))
 
 
+def _telling_distance(bidirectional, num_buckets, max_distance, rng):
+    """One relative position for a 0-d case: in the log part (past keys for a causal call, where its buckets
+    are), and among those, one whose bucket the most wrong formulas miss (see the module's docstring)."""
+    n = num_buckets // 2 if bidirectional else num_buckets
+    far = torch.arange(n // 2, 2 * max_distance)
+    sign = rng.choice([-1, 1]) if bidirectional else -1
+    candidates = sign * far
+    right = ref.t5_relative_position_bucket(candidates, bidirectional, num_buckets, max_distance)
+    others = [ref.t5_relative_position_bucket(candidates, not bidirectional, num_buckets, max_distance)]
+    for other_buckets, other_distance in ((32, max_distance), (num_buckets, 128)):
+        try:
+            others.append(ref.t5_relative_position_bucket(candidates, bidirectional, other_buckets, other_distance))
+        except ValueError:  # a setting with T5's other default is undefined: nothing to tell apart there
+            pass
+    for mistake in mistakes(candidates, bidirectional, num_buckets, max_distance):
+        others.append(mistake.output())
+    told = sum((other != right).long() for other in others)  # (candidates,): how many each tells apart
+    best = torch.nonzero(told == told.max()).flatten().tolist()
+    return int(candidates[rng.choice(best)])
+
+
 def _from_contract(levels, rng, generator):
     """A call of t5_bucket_settings at one row of the contract's design."""
     num_buckets, max_distance = (32, 128) if levels["settings"] == "T5's defaults" else rng.choice(OTHER_SETTINGS)
@@ -147,13 +176,16 @@ def _from_contract(levels, rng, generator):
     shape = {"a scalar": (), "a line": (rng.randint(50, 200),), "a grid": (rng.randint(5, 20), rng.randint(5, 20)),
              "three axes or more": (2, rng.randint(3, 6), rng.randint(5, 12))}[levels["shape"]]
     relative_position = torch.randint(-reach, reach + 1, shape, generator=generator)
-    if shape:  # the exact buckets, the edge of the log part and max_distance itself are in every tensor
+    bidirectional = levels["direction"] == "bidirectional=True"
+    if not shape:
+        relative_position = torch.tensor(_telling_distance(bidirectional, num_buckets, max_distance, rng))
+    else:  # the exact buckets, the edge of the log part and max_distance itself are in every tensor
         flat = relative_position.view(-1)
         marks = torch.tensor([0, 1, -1, max_distance, -max_distance, max_distance - 1])[:flat.numel()]
         flat[:marks.numel()] = marks
     relative_position = relative_position.to(getattr(torch, levels["positions dtype"].split()[0]))
-    return case("t5_bucket_settings", relative_position, levels["direction"] == "bidirectional=True", num_buckets,
-                max_distance, by_position=levels["passing"] == "settings by position")
+    return case("t5_bucket_settings", relative_position, bidirectional, num_buckets, max_distance,
+                by_position=levels["passing"] == "settings by position")
 
 
 # The contract: what the docstring lets vary, each level sent by some case of t5_bucket_settings, every pair of
