@@ -134,6 +134,54 @@ def score_factors(head_dim, scale=None):
 
 # --- reading what came back -------------------------------------------------------------
 
+# What an exception from the student's code usually means, by the first (type, pattern in its message) that
+# matches: a sentence that says where to look, after the student's own line. The last one matches anything.
+EXCEPTION_LESSONS = (
+    (("RuntimeError",), r"must match the size|size of tensor|shape .* is invalid|cannot be broadcast|mat1 and mat2|"
+                        r"size mismatch|expanded size|doesn't match the broadcast shape|shapes? .* (?:cannot|can't)",
+     "Two tensors' shapes do not line up at that line: write each one's shape beside it (as (B, H, Lq, Lk) and "
+     "so on) for a call with different sizes on every axis, and see which axis is taken from the wrong place."),
+    (("RuntimeError", "TypeError"), r"expected .*device|same device|\bmeta\b|cuda",
+     "A tensor made on one device meets one on another: make every new tensor on the device of the inputs (or the "
+     "device= asked for), e.g. torch.arange(n, device=x.device)."),
+    (("RuntimeError", "TypeError"), r"dtype|scalar type|not implemented for '|result type|can't be cast|\bHalf\b|\bBFloat16\b",
+     "Two tensors of different dtypes meet, or an operation refuses a dtype: keep the dtype the contract names "
+     "(that of the inputs, or dtype= asked for) and convert integer positions with .to(dtype) before they mix."),
+    (("IndexError",), r"",
+     "An index runs past the end of an axis: check each index against the axis's length for a call whose lengths "
+     "differ (Lq != Lk), and for a length of 1."),
+    (("TypeError",), r"unexpected keyword argument|got multiple values|positional argument",
+     "The call does not fit your function's signature: keep the parameter names, their order and which are "
+     "keyword-only exactly as the stub gave them (the grader calls them as the docstring shows)."),
+    (("TypeError",), r"",
+     "A value is not of the type that line expects (a tensor where a number is needed, None where a value was "
+     "meant, or the reverse): check what each argument can be in the docstring."),
+    (("AttributeError",), r"",
+     "That line asks a value for something it does not have: often a number where a tensor was meant, or None "
+     "returned by an in-place method (x.add_ returns x, but list.sort returns None)."),
+    (("ZeroDivisionError",), r"",
+     "A division by zero: a size, a count or a scale can be 0 or 1 within the contract; handle that case."),
+    (("ValueError",), r"",
+     "Your function refused a call the contract allows: the arguments shown are valid, so raise ValueError only "
+     "for what the docstring calls invalid."),
+    (("AssertionError",), r"",
+     "An assert of yours failed on a call the contract allows: the arguments shown are valid, so the assert's "
+     "condition is stricter than the docstring."),
+    ((), r"",
+     "Your function stopped with this error before it returned: call it yourself with the arguments shown to see "
+     "the whole traceback."),
+)
+
+
+def lesson_of(error):
+    """The sentence that teaches what an exception from the student's code usually means (EXCEPTION_LESSONS)."""
+    names = set(error.get("mro") or []) | {error.get("type", "")}
+    for types, pattern, lesson in EXCEPTION_LESSONS:
+        if (not types or names & set(types)) and re.search(pattern, error.get("message") or "", re.IGNORECASE):
+            return lesson
+    raise AssertionError("EXCEPTION_LESSONS ends with a lesson for every error")
+
+
 def failure_of(outcome, name):
     """A message when the call did not return a value at all (missing, not implemented, raised), else None."""
     if outcome is None:
@@ -146,7 +194,7 @@ def failure_of(outcome, name):
             return f"{name} is not implemented yet (it raised NotImplementedError)."
         where = f"\n  (raised at {error['where']})" if error.get("where") else ""
         message = f": {error['message']}" if error["message"] else ""
-        return f"{name} raised {error['type']}{message}{where}"
+        return f"{name} raised {error['type']}{message}{where}\n{lesson_of(error)}"
     return None
 
 
@@ -374,8 +422,13 @@ def raises_check(label, exception="ValueError", why="", must_mention=()):
             if "NotImplementedError" in error["mro"]:
                 return Verdict(False, failure_of(outcome, label))
             if exception not in error["mro"]:
-                return Verdict(False, f"{label} should raise {exception}{why}, but it raised "
-                                      f"{error['type']}: {error['message']}")
+                message = f": {error['message']}" if error["message"] else ""
+                where = f"\n  (raised at {error['where']})" if error.get("where") else ""
+                return Verdict(False, f"{label} should raise {exception}{why}, but it raised {error['type']}"
+                                      f"{message}{where}\nRaise {exception} itself, with a message that says which "
+                                      f"value is wrong: a caller that catches {exception} does not catch "
+                                      f"{error['type']} (an assert raises AssertionError, and is skipped "
+                                      "altogether under python -O).")
             absent = [str(v) for v in must_mention if not re.search(rf"(?<!\d){re.escape(str(v))}(?!\d)", error["message"])]
             if absent:
                 return Verdict(False, f"{label} raised {exception} as it should, but its message "
