@@ -43,7 +43,8 @@ HINTS = {
     ("clipping", "distances clipped"): "the cases where some |j - i| exceeds k fail: look at how the relative "
                                        "vectors are picked for far keys",
 }
-ADVICE = ((r"\|j - i\| up to", "Only the far keys are wrong: look at how their relative vectors are picked."),)
+# Said only where the right region reaches past the diagonal ("up to 0" is a table wrong everywhere off it).
+ADVICE = ((r"\|j - i\| up to [1-9]", "Only the far keys are wrong: look at how their relative vectors are picked."),)
 
 
 def _scores(q, k, rel_k, index, content_scale, relative_scale):
