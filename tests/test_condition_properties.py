@@ -43,3 +43,21 @@ def test_the_sizes_an_error_quotes_are_named_only_when_one_size_has_that_value(s
         assert sizes[name] == int(value) and list(sizes.values()).count(int(value)) == 1
     unique = [name for name, value in sizes.items() if list(sizes.values()).count(value) == 1]
     assert len(claims) == min(len(unique), 4)
+
+
+ORDERS = ["Lq < Lk", "Lq == Lk", "Lq > Lk"]
+
+
+@given(st.lists(st.sampled_from(ORDERS), min_size=3, max_size=12), st.sets(st.sampled_from(ORDERS), min_size=1,
+                                                                            max_size=2))
+def test_a_hint_is_said_for_exactly_the_failing_levels(orders, failing):
+    """A hint keyed by the failing levels (one, or a tuple of several in order) is said; one keyed by a single
+    level among several failing ones is not: it would point at one of them only."""
+    observations = [({"lengths": order}, order in failing, False) for order in orders]
+    if len({failed for _, failed, _ in observations}) < 2:
+        return
+    told = {order for order in orders if order in failing}
+    key = next(iter(told)) if len(told) == 1 else tuple(sorted(told))
+    hints = {("lengths", key): "THE HINT", **{("lengths", one): f"ONE OF {one}" for one in ORDERS if len(told) > 1}}
+    said = condition(observations, hints=hints)
+    assert "THE HINT" in said and "ONE OF" not in said, said

@@ -106,8 +106,9 @@ def _sentence(found, observations, hints):
         else:
             sentence = f"it works on every case with {_shown(good_values)} and {verb} on every case with " \
                        f"{_shown(bad_values)} {count}"
-        # a hint speaks of one value: where the failing cases have several, it would point at one of them only
-        hint = hints.get((name, str(bad[0])), "") if len(bad_values) == 1 else ""
+        # A hint speaks of the failing values, all of them: one value, or a tuple of several (in natural order),
+        # as ("lengths", ("Lq < Lk", "Lq > Lk")); a hint of one value would point at one of several only.
+        hint = hints.get((name, str(bad[0]) if len(bad_values) == 1 else tuple(sorted(bad_values, key=_natural))), "")
     elif kind == "above":
         sentence = f"it works up to {name} {max(good)} and {verb} from {name} {min(bad)} on {count}"
         hint = hints.get((name, ">"), "")
