@@ -1,8 +1,12 @@
 """Failure messages go type, then dtype, then shape, then the first wrong value."""
 
-import torch
+import math
+import re
 
-from autograder.core.compare import mismatch
+import torch
+from hypothesis import given, settings, strategies as st
+
+from autograder.core.compare import mismatch, relation
 
 
 def test_a_non_tensor_is_reported_by_its_type():
@@ -43,3 +47,22 @@ def test_a_tolerance_can_grow_along_an_axis():
     got = torch.tensor([[0.0], [0.0], [0.15]])
     assert mismatch(got, expected, atol=torch.tensor([[0.0], [0.1], [0.2]]), rtol=0.0) is None
     assert mismatch(got, expected, atol=0.1, rtol=0.0) is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(shape=st.lists(st.integers(1, 7), min_size=1, max_size=3), data=st.data())
+def test_an_unnamed_axis_is_never_quoted(shape, data):
+    """Where a check names no axes, "how it goes wrong" says nothing of "axis 0" (before: "right for axis 0 0..1,
+    wrong from axis 0 2 on", which tells a student nothing)."""
+    expected = torch.arange(math.prod(shape), dtype=torch.float64).reshape(shape)
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    start = data.draw(st.integers(0, shape[axis] - 1))
+    pattern = data.draw(st.sampled_from(["from", "odd", "even", "upto"]))
+    index = torch.arange(shape[axis])
+    chosen = {"from": index >= start, "odd": index % 2 == 1, "even": index % 2 == 0, "upto": index <= start}[pattern]
+    wrong = chosen.reshape([-1 if a == axis else 1 for a in range(len(shape))]).expand(shape)
+    got = expected + 3.0 * wrong
+    said = relation(got, expected, atol=1e-9, rtol=0) or ""
+    assert not re.search(r"\baxis \d", said), said
+    named = relation(got, expected, atol=1e-9, rtol=0, axes=tuple(f"a{number}" for number in range(len(shape))))
+    assert named is None or "axis" not in named

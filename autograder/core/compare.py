@@ -345,9 +345,9 @@ def _where_wrong(wrong, names, coordinates, e, exact):
             if bool(anywhere.any()) and not bool((anywhere & ~region).any()):
                 facts.append(f"wrong only {words}" + ("" if bool(anywhere[region].all()) else ", not everywhere there"))
                 break
-    generic = all(name == f"axis {a}" for a, name in enumerate(names))
+    named = not all(name == f"axis {a}" for a, name in enumerate(names))
     for axis, size in enumerate(wrong.shape):
-        if size < 2 or len(facts) >= 2 or (facts and generic):  # "axis 0 1910..1990" adds nothing to a named fact
+        if not named or size < 2 or len(facts) >= 2:  # an unnamed axis's indices tell nothing ("axis 0 0..1")
             continue
         bad = [i for i in range(size) if bool(wrong.select(axis, i).any())]
         if len(bad) == size:
@@ -361,11 +361,9 @@ def _where_wrong(wrong, names, coordinates, e, exact):
             facts.append(f"wrong at every odd {name} (1, 3, 5, ...), right at the even ones")
         elif size >= 4 and bad == list(range(0, size, 2)):
             facts.append(f"wrong at every even {name} (0, 2, 4, ...), right at the odd ones")
-        elif not generic and bad[0] > 0 and len(_runs(bad).split(", ")) > 3:  # scattered, all from some index on
+        elif bad[0] > 0 and len(_runs(bad).split(", ")) > 3:  # scattered, all from some index on
             facts.append(f"right for {_span(name, 0, bad[0] - 1)}, wrong at {len(bad)} of the {size - bad[0]} "
                          f"from {name} {bad[0]} on")
-        elif generic:
-            continue  # a list of indices of an unnamed axis tells the student nothing
         elif size - len(bad) == 1:
             facts.append(f"right only at {name} {next(i for i in range(size) if i not in bad)}")
         else:
@@ -450,8 +448,9 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
         if g.dim() >= 1 and g.shape[-1] > 1:
             d = g - e
             if _close(d, d[..., :1].expand_as(d), atol, rtol):
-                return (f"the output differs from the expected one by a constant along each row of the {names[-1]} "
-                        "axis (a different constant per row): a softmax over that axis would not see it, but the "
+                last = "last axis" if names[-1] == f"axis {g.dim() - 1}" else f"{names[-1]} axis"
+                return (f"the output differs from the expected one by a constant along each row of the {last} "
+                        "(a different constant per row): a softmax over that axis would not see it, but the "
                         "values asked for are the ones without it.")
         return None
     if exact and bool((d.abs() == 1).all()):

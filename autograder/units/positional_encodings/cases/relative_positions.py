@@ -1,9 +1,10 @@
-"""Hidden cases for ``clipped_relative_positions``: integers, so exact equality."""
+"""Hidden cases for ``clipped_relative_positions``: integers, so exact equality (no tolerance to derive)."""
 
 import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, lengths,
-                                   tensor_check)
+                                   size_one, tensor_check)
+from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import positional_encodings as ref
 
 NAME = "clipped_relative_positions"
@@ -12,6 +13,16 @@ HINTS = {
     ("lengths", "Lq != Lk"): "a length taken from the other argument is the usual reason: the query axis has "
                              "length_q entries, the key axis length_k",
     ("clipping", "distances clipped"): "the cases where some |j - i| exceeds k fail: look at the clipping",
+    ("clipping", "k = 0"): "with k = 0 every distance is clipped to 0 and the table holds only 0: look for a range or "
+                           "a clamp that comes out wrong when k is 0",
+    ("length order", "Lq > Lk"): "only the cases with more queries than keys fail: look at which length makes which "
+                                 "axis",
+    ("length order", "Lq < Lk"): "only the cases with more keys than queries fail: look at which length makes which "
+                                 "axis",
+    ("size 1", "a size of 1"): "the cases with a length of 1 fail: look for a squeeze(), or for an axis that is "
+                               "dropped when its length is 1",
+    ("passing", "max_relative_position by keyword"): "a call that names max_relative_position= fails: keep the "
+                                                     "parameter names of the signature you were given",
 }
 ADVICE = ((r"\|j - i\| up to", "Only the distances beyond k are wrong: look at the clipping."),)
 
@@ -35,17 +46,23 @@ def mistakes(length_q, length_k, k):
     ]
 
 
-def case(test, length_q, length_k, k, with_device=False, scored=True):
+def case(test, length_q, length_k, k, with_device=False, scored=True, k_by_keyword=False):
     kwargs = {"device": "cpu"} if with_device else {}
-    label = call_label(NAME, [length_q, length_k, k], kwargs)
+    args = [length_q, length_k, k]
+    if k_by_keyword:
+        args, kwargs = [length_q, length_k], {"max_relative_position": k, **kwargs}
+    label = call_label(NAME, args, kwargs)
     expected = ref.clipped_relative_positions(length_q, length_k, k)
     check = tensor_check(label, expected, atol=0, rtol=0, mistakes=mistakes(length_q, length_k, k),
                          axes=("query", "key"), coordinates={"|j - i|": distances(length_q, length_k).abs()},
                          advice=ADVICE)
     clipped = max(length_q, length_k) - 1 > k
-    return Case(test, label, call_probe(NAME, [length_q, length_k, k], kwargs), check,
+    return Case(test, label, call_probe(NAME, args, kwargs), check,
                 features={"lengths": lengths(length_q, length_k),
-                          "clipping": "distances clipped" if clipped else "no distance beyond k"},
+                          "clipping": "k = 0" if k == 0 else "distances clipped" if clipped else "no distance beyond k",
+                          "length order": _order(length_q, length_k), "size 1": size_one(length_q, length_k),
+                          "passing": ("max_relative_position by keyword" if k_by_keyword
+                                      else "max_relative_position by position")},
                 sizes={"length_q": length_q, "length_k": length_k, "k": k, "2k + 1": 2 * k + 1}, scored=scored)
 
 
@@ -57,6 +74,34 @@ def meta_case(test, length_q, length_k, k):
     expected = ref.clipped_relative_positions(length_q, length_k, k, device=torch.device("meta"))
     return Case(test, label, call_probe(NAME, args, kwargs), device_check(label, "meta", expected.shape, expected.dtype),
                 sizes={"length_q": length_q, "length_k": length_k, "k": k})
+
+
+def _order(length_q, length_k):
+    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
+
+
+# The contract: what the docstring lets vary, each level sent by some case of relative_positions_edge_cases, every
+# pair of levels together in one (autograder/core/contracts.py). The device is checked apart (meta_case).
+def _from_contract(levels, rng, generator):
+    # A length of 1 (drawn, not a factor: a factor of its own could not go with Lq == Lk and any clipping, and
+    # a level that never meets another confounds them) comes with both unequal orders now and then.
+    order, clipping, one = levels["length order"], levels["clipping"], rng.random() < 1 / 3
+    if clipping == "no distance beyond k":  # every |j - i| <= k: both lengths at most k + 1, two of them unequal
+        k = rng.randint(2, 4)
+        small, large = (1 if one else rng.randint(2, k)), k + 1
+    else:  # some |j - i| > k (every one but 0, with k = 0)
+        k = 0 if clipping == "k = 0" else rng.randint(1, 3)
+        small, large = (1 if one else rng.randint(2, 4)), rng.randint(max(k + 2, 5), 9)
+    length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
+    return case("relative_positions_edge_cases", length_q, length_k, k,
+                k_by_keyword=levels["passing"] == "max_relative_position by keyword")
+
+
+CONTRACT = Contract(NAME, (
+    Factor("length order", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("clipping", ("k = 0", "distances clipped", "no distance beyond k")),
+    Factor("passing", ("max_relative_position by position", "max_relative_position by keyword")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -75,4 +120,4 @@ def build(rng, generator):
         case("relative_positions_values", 4, 4, 5, scored=False),
         case("relative_positions_values", 4, 6, 9, scored=False),
         case("relative_positions_values", 6, 6, 1, scored=False),
-    ]
+    ] + contract_cases(CONTRACT, rng, generator)

@@ -4,12 +4,18 @@ Tolerance: the reference builds its angles in float64. A float32 formulation
 drifts from it by about 6e-5 at t = 1000 and 4e-4 at t = 5000 (the angle
 t * w_k carries float32's relative error, so the error grows with t), hence a
 tolerance that grows with the row: 1e-5 + 2.5e-7 * t.
+
+Half precision is not among the contract's dtypes: a formulation the kit accepts
+(tests/alternatives: the angles computed in the dtype asked for) differs from the
+reference by about eps * t in the angle, 0.04 at t = 36 in bfloat16, so a tolerance
+that keeps it full would let most known mistakes through as well.
 """
 
 import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, dtype_arg,
                                    raises_check, tensor_check)
+from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import positional_encodings as ref
 
 NAME = "sinusoidal_table"
@@ -19,6 +25,8 @@ HINTS = {
     ("dtype", "dtype float64"): "look at where the table takes its dtype: build it in the dtype asked for, or cast "
                                 "it to that dtype at the end",
     ("base", "base passed"): "the base argument seems not to be used",
+    ("passing", "base by keyword"): "a call that names base= fails: keep the parameter names of the signature you "
+                                    "were given",
 }
 
 # What a relation of the wrong output to the right one usually means (tensor_check's advice).
@@ -63,9 +71,9 @@ def _mistakes(num_positions, d_model, base, dtype):
 
 
 def _value_case(test, num_positions, d_model, base=10000.0, dtype=torch.float32, pass_base=True, device=None,
-                scored=True):
-    args = [num_positions, d_model] + ([base] if pass_base else [])
-    kwargs = {}
+                scored=True, base_by_keyword=False):
+    args = [num_positions, d_model] + ([base] if pass_base and not base_by_keyword else [])
+    kwargs = {"base": base} if pass_base and base_by_keyword else {}
     if dtype != torch.float32:
         kwargs["dtype"] = dtype_arg(dtype)
     if device is not None:
@@ -79,7 +87,8 @@ def _value_case(test, num_positions, d_model, base=10000.0, dtype=torch.float32,
     # A table of 0 or 1 rows is right for nearly any formula (row 0 is sin 0, cos 0): it tells no condition.
     features = {} if num_positions <= 1 else {
         "dtype": f"dtype {str(dtype).replace('torch.', '')}",
-        "base": "base passed" if pass_base and base != 10000.0 else "the default base"}
+        "base": "base passed" if pass_base and base != 10000.0 else "the default base",
+        "passing": "base left out" if not pass_base else "base by keyword" if base_by_keyword else "base by position"}
     return Case(test, label, call_probe(NAME, args, kwargs), check, features=features,
                 sizes={"num_positions": num_positions, "d_model": d_model, "d_model // 2": d_model // 2},
                 scored=scored)
@@ -95,6 +104,23 @@ def _meta_case(test, num_positions, d_model, dtype=torch.float32):
     expected = ref.sinusoidal_table(num_positions, d_model, dtype=dtype, device=torch.device("meta"))
     return Case(test, label, call_probe(NAME, args, kwargs), device_check(label, "meta", expected.shape, expected.dtype),
                 sizes={"num_positions": num_positions, "d_model": d_model})
+
+
+# The contract: what the docstring lets vary, each level sent by some case of sinusoidal_edge_cases, every pair of
+# levels together in one (autograder/core/contracts.py). The device is checked apart (_meta_case); tables of 0 or 1
+# rows are hand-written edge cases, since they are right for nearly any formula and tell no condition.
+def _from_contract(levels, rng, generator):
+    base = 10000.0 if levels["base"] == "the default base" else float(rng.choice([100, 500, 2500]))
+    return _value_case("sinusoidal_edge_cases", rng.randint(20, 200), 2 * rng.randint(2, 16), base=base,
+                       dtype=getattr(torch, levels["dtype"].split()[-1]),
+                       base_by_keyword=levels["passing"] == "base by keyword")
+
+
+CONTRACT = Contract(NAME, (
+    Factor("dtype", ("dtype float32", "dtype float64")),
+    Factor("base", ("the default base", "base passed")),
+    Factor("passing", ("base by position", "base by keyword")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -122,4 +148,4 @@ def build(rng, generator):
         label = call_label(NAME, [num_positions, d_model])
         cases.append(Case("sinusoidal_invalid_args", label, call_probe(NAME, [num_positions, d_model]),
                           raises_check(label, "ValueError", why)))
-    return cases
+    return cases + contract_cases(CONTRACT, rng, generator)

@@ -3,13 +3,17 @@
 The reference agrees with Hugging Face's ``T5Attention._relative_position_bucket``
 on every case here (a test in tests/ checks that where transformers is installed).
 
-The contract's cases (t5_bucket_settings) send every shape the docstring allows,
+The contract's cases (in the test of their direction) send every shape the docstring allows,
 a 0-d tensor included. A 0-d tensor holds one distance, and at most distances
 most wrong formulas give the right bucket by chance; a case a wrong formula gets
 right by chance blurs the condition the feedback states (the settings' num_buckets
 no longer tells passing cases from failing ones). So the scalar's distance is
 drawn where it tells the most apart: where its bucket differs from the buckets of
-the other direction, of T5's defaults for each setting, and of every known mistake.
+the other direction, of T5's defaults for each setting, of every known mistake, and
+of the formula with an exact part of half or twice its size. The contract's cases
+go to the test of their direction, not to t5_bucket_settings: there, causal calls
+with T5's defaults beside the hand-chosen settings would leave no condition that
+separates the cases a setting's slip fails from those it passes by chance.
 """
 
 import math
@@ -164,13 +168,21 @@ def _telling_distance(bidirectional, num_buckets, max_distance, rng):
             pass
     for mistake in mistakes(candidates, bidirectional, num_buckets, max_distance):
         others.append(mistake.output())
+    distance = candidates.abs()
+    for max_exact in (n // 4, n):  # an exact part of half or twice its size, the rest of the formula as it is
+        if 0 < max_exact < max_distance:
+            log = torch.log(distance.float() / max_exact) / math.log(max_distance / max_exact) * (n - max_exact)
+            others.append(torch.where(distance < max_exact, distance, (max_exact + log.long()).clamp(max=n - 1)))
     told = sum((other != right).long() for other in others)  # (candidates,): how many each tells apart
     best = torch.nonzero(told == told.max()).flatten().tolist()
     return int(candidates[rng.choice(best)])
 
 
 def _from_contract(levels, rng, generator):
-    """A call of t5_bucket_settings at one row of the contract's design."""
+    """A call at one row of the contract's design, in the test of its direction (t5_bucket_bidirectional or
+    t5_bucket_causal): not in t5_bucket_settings, whose hand-chosen settings are what tells a setting's slip
+    apart (with causal calls of T5's defaults among them, a causal slip that some settings hide by chance
+    leaves no condition that separates its passing cases from its failing ones)."""
     num_buckets, max_distance = (32, 128) if levels["settings"] == "T5's defaults" else rng.choice(OTHER_SETTINGS)
     reach = 3 * max_distance  # past max_distance, where every bucket is the last
     shape = {"a scalar": (), "a line": (rng.randint(50, 200),), "a grid": (rng.randint(5, 20), rng.randint(5, 20)),
@@ -184,12 +196,12 @@ def _from_contract(levels, rng, generator):
         marks = torch.tensor([0, 1, -1, max_distance, -max_distance, max_distance - 1])[:flat.numel()]
         flat[:marks.numel()] = marks
     relative_position = relative_position.to(getattr(torch, levels["positions dtype"].split()[0]))
-    return case("t5_bucket_settings", relative_position, bidirectional, num_buckets, max_distance,
-                by_position=levels["passing"] == "settings by position")
+    return case("t5_bucket_bidirectional" if bidirectional else "t5_bucket_causal", relative_position, bidirectional,
+                num_buckets, max_distance, by_position=levels["passing"] == "settings by position")
 
 
-# The contract: what the docstring lets vary, each level sent by some case of t5_bucket_settings, every pair of
-# levels together in one (autograder/core/contracts.py). Leaving the settings out is T5's defaults only: the
+# The contract: what the docstring lets vary, each level sent by some case of the test of its direction, every pair
+# of levels together in one (autograder/core/contracts.py). Leaving the settings out is T5's defaults only: the
 # first case of t5_bucket_bidirectional does that.
 CONTRACT = Contract(NAME, (
     Factor("positions dtype", ("int64 positions", "int32 positions")),
@@ -213,7 +225,7 @@ def build(rng, generator):
         case("t5_bucket_causal", line, bidirectional=False),
         case("t5_bucket_causal", grid, bidirectional=False),
         case("t5_bucket_causal", scattered, bidirectional=False),
-    ] + contract_cases(CONTRACT, rng, generator)
+    ]
     # (True, 32, 100): max_distance is no multiple of max_exact = 8, so an integer division there shows.
     # (True, 20, 160), (True, 32, 1461): distances land on a bucket's edge, where a log in float64 rather than
     # T5's float32 gives the next bucket (10, 20 and 80 for the first; 762 for the second).
@@ -232,4 +244,4 @@ def build(rng, generator):
         label = call_label(NAME, [line], kwargs)
         cases.append(Case("t5_bucket_invalid_args", label, call_probe(NAME, [line], kwargs),
                           raises_check(label, "ValueError", why)))
-    return cases
+    return cases + contract_cases(CONTRACT, rng, generator)
