@@ -4,6 +4,16 @@ The slopes come with the call (the grader's, not the student's alibi_slopes), so
 only its own task. Tolerance: float32's rounding of slope * distance, however it is formed (s * j - s * i rounds twice): a
 few ulps of the largest term, 2.5e-7 * max(Lq, Lk) * max slope, and rtol 1e-6.
 
+Half-precision slopes (float16, bfloat16): the bias is in the slopes' dtype, so each entry is rounded to it at
+least once, and a formulation that rounds twice (s * j - s * i, or the distance cast first) is off by a unit in the
+last place of its largest term. The tolerance is that, from the inputs: 2.1 * eps(dtype) * max(Lq, Lk) * max
+slope (the float32 formula with the half dtype's eps), and rtol eps(dtype). The lengths stay below 256, where
+bfloat16 still holds every whole distance exactly; every mistake changes an entry by a whole slope or more.
+
+The contract (``CONTRACT``): Lq below, equal to and above Lk, causal or not, the slopes' dtype, an axis of length 1
+(one head, one query, one key), and the arguments passed by position or by keyword. Its cases count in
+alibi_bias_layout (the shape and dtype test), which no other test needs.
+
 The rubric's decision on BLOOM's form (``slope_h * j``, the key's own position): it differs from the
 contract's ``-slope_h * (i - j)`` by ``slope_h * i``, the same for every key of row i, so under the causal
 mask the softmax is the same. A causal bias in that form earns the points, with a note saying why it is
@@ -12,15 +22,21 @@ equivalent and what the contract asks for; without the mask (causal=False) it is
 
 import torch
 
-from autograder.core.cases import (Case, Mistake, Verdict, call_label, call_probe, lengths, raises_check, size_one,
-                                     tensor_check)
+from autograder.core.cases import Case, Mistake, Verdict, call_label, call_probe, raises_check, size_one, tensor_check
+from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
 NAME = "alibi_bias"
 
 HINTS = {
-    ("lengths", "Lq != Lk"): "square cases work and the others do not: the query axis has length_q entries, the "
-                             "key axis length_k",
+    ("lengths", "Lq < Lk"): "the cases with more keys than queries go wrong: the query axis has length_q entries, "
+                            "the key axis length_k, and both count from 0",
+    ("lengths", "Lq > Lk"): "the cases with more queries than keys go wrong: the query axis has length_q entries, "
+                            "the key axis length_k, and both count from 0",
+    ("dtype", "dtype float16"): "take the dtype from the slopes: float16 slopes give a float16 bias",
+    ("dtype", "dtype bfloat16"): "take the dtype from the slopes: bfloat16 slopes give a bfloat16 bias",
+    ("passing", "arguments by keyword"): "a call that names its arguments (length_q=, length_k=, slopes=) goes "
+                                         "wrong: keep the parameter names of the signature",
     ("dtype", "dtype float64"): "take the dtype from the slopes",
     ("causal", "causal=False"): "the causal bias is right and the bidirectional one is not: without the mask both "
                                 "directions cost, -slope * |i - j|",
@@ -74,16 +90,27 @@ def _mistakes(length_q, length_k, slopes, causal):
     return found
 
 
-def _case(test, length_q, length_k, slopes, causal=True, scored=True):
-    kwargs = {} if causal else {"causal": False}
-    label = call_label(NAME, [length_q, length_k, slopes], kwargs)
+def _order(length_q, length_k):
+    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
+
+
+def _case(test, length_q, length_k, slopes, causal=True, scored=True, by_keyword=False):
+    args, kwargs = [length_q, length_k, slopes], {} if causal else {"causal": False}
+    if by_keyword:
+        args, kwargs = [], {"length_q": length_q, "length_k": length_k, "slopes": slopes, **kwargs}
+    label = call_label(NAME, args, kwargs)
     expected = ref.alibi_bias(length_q, length_k, slopes, causal=causal)
     # slope * (i - j) in float32, however it is formed (s * j - s * i, say): within a few ulps of the largest term
     atol = 1e-7 + 2.5e-7 * max(length_q, length_k, 1) * float(slopes.abs().max()) if len(slopes) else 1e-7
-    strict = tensor_check(label, expected, atol=atol, rtol=1e-6, mistakes=_mistakes(length_q, length_k, slopes, causal),
+    rtol = 1e-6
+    if slopes.dtype in (torch.float16, torch.bfloat16):  # the same, in ulps of the half dtype (module docstring)
+        eps = torch.finfo(slopes.dtype).eps
+        atol = 2.1 * eps * max(length_q, length_k, 1) * float(slopes.abs().max().float()) if len(slopes) else eps
+        rtol = eps
+    strict = tensor_check(label, expected, atol=atol, rtol=rtol, mistakes=_mistakes(length_q, length_k, slopes, causal),
                           axes=("batch", "head", "query", "key"))
     bloom = tensor_check(label, _bias(slopes, torch.arange(length_k, dtype=torch.float64).expand(length_q, -1)),
-                         atol=atol, rtol=1e-6) if causal else None
+                         atol=atol, rtol=rtol) if causal else None
 
     def check(outcome):
         verdict = strict(outcome)
@@ -91,9 +118,10 @@ def _case(test, length_q, length_k, slopes, causal=True, scored=True):
             return verdict
         return Verdict(True, BLOOM_NOTE) if bloom(outcome).passed else verdict
 
-    features = {"lengths": lengths(length_q, length_k), "size 1": size_one(len(slopes), length_q, length_k),
-                "causal": f"causal={causal}", "dtype": f"dtype {str(slopes.dtype).replace('torch.', '')}"}
-    return Case(test, label, call_probe(NAME, [length_q, length_k, slopes], kwargs), check, features=features,
+    features = {"lengths": _order(length_q, length_k), "size 1": size_one(len(slopes), length_q, length_k),
+                "causal": f"causal={causal}", "dtype": f"dtype {str(slopes.dtype).replace('torch.', '')}",
+                "passing": "arguments by keyword" if by_keyword else "arguments by position"}
+    return Case(test, label, call_probe(NAME, args, kwargs), check, features=features,
                 sizes={"Lq": length_q, "Lk": length_k, "H": len(slopes)}, scored=scored)
 
 
@@ -104,6 +132,41 @@ def _invalid(slopes):
     return Case("alibi_bias_invalid_args", label, call_probe(NAME, args),
                 raises_check(label, "ValueError", f" (slopes must be one-dimensional, (H,): these have shape "
                                                   f"{tuple(slopes.shape)})"))
+
+
+def _from_contract(levels, rng, generator):
+    """A call of alibi_bias_layout at one row of the contract's design."""
+    dtype = getattr(torch, levels["dtype"].split()[-1])
+    heads, length_q, length_k = rng.randint(2, 12), rng.randint(2, 30), rng.randint(2, 30)
+    while length_q == length_k:
+        length_k = rng.randint(2, 30)
+    short, long = sorted((length_q, length_k))
+    length_q, length_k = {"Lq < Lk": (short, long), "Lq > Lk": (long, short), "Lq == Lk": (short, short)}[
+        levels["lengths"]]
+    if levels["size 1"] == "a size of 1":  # one head, one query or one key (both where the lengths are equal)
+        which = rng.choice(["heads", "query" if levels["lengths"] != "Lq > Lk" else "key"])
+        if which == "heads":
+            heads = 1
+        elif levels["lengths"] == "Lq == Lk":
+            length_q = length_k = 1
+        elif which == "query":
+            length_q = 1
+        else:
+            length_k = 1
+    slopes = ref.alibi_slopes(heads).to(dtype) * rng.choice([1.0, 0.5, 2.0])
+    return _case("alibi_bias_layout", length_q, length_k, slopes, causal=levels["causal"] == "causal=True",
+                 by_keyword=levels["passing"] == "arguments by keyword")
+
+
+# The contract: what the docstring lets vary, each level sent by some case of alibi_bias_layout, every pair of levels
+# together in one (autograder/core/contracts.py).
+CONTRACT = Contract(NAME, (
+    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("causal", ("causal=True", "causal=False")),
+    Factor("size 1", ("a size of 1", "no size of 1")),
+    Factor("passing", ("arguments by position", "arguments by keyword")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -126,4 +189,4 @@ def build(rng, generator):
         _case("alibi_bias_causal", 6, 6, slopes(2), scored=False),
         _case("alibi_bias_bidirectional", 6, 6, slopes(2), causal=False, scored=False),
         _case("alibi_bias_layout", 4, 6, slopes(2), scored=False),
-    ]
+    ] + contract_cases(CONTRACT, rng, generator)

@@ -4,12 +4,19 @@ Tolerance: float32's last few bits (rtol 1e-6, about 8 ulps). BLOOM rounds the r
 raises it to integer powers, so from 11 heads on its slopes are up to 6 ulps from the exact 2^(-8(h+1)/n), and
 torch.pow's last bit depends on how it is called (a vector kernel from 32 elements on); every formulation of
 the formula lands within that, and every mistake far outside it.
+
+The contract (``CONTRACT``): whether n is a power of two, how large it is (up to 10; from 11 on, where BLOOM's
+float32 powers leave the exact slopes; above 32, where torch.pow takes its vector kernel), and num_heads passed by
+position or by keyword. Its cases count in alibi_slopes_other_counts (with the meta case, and for the same reason:
+alibi_slopes_invalid_args needs the power-of-two test, and a corner mistake would be charged twice there). The
+device is not a factor: the meta case checks it.
 """
 
 import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, raises_check,
                                    tensor_check)
+from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
 NAME = "alibi_slopes"
@@ -17,6 +24,8 @@ NAME = "alibi_slopes"
 HINTS = {
     ("heads", "n not a power of two"): "powers of two work and other head counts do not: take the slopes of the "
                                        "largest power of two below n, then every other slope of twice that power",
+    ("passing", "num_heads by keyword"): "a call that names num_heads= goes wrong: keep the parameter names of the "
+                                         "signature",
 }
 
 
@@ -46,13 +55,17 @@ def _mistakes(num_heads):
          if num_heads != closest else [])
 
 
-def _case(test, num_heads, scored=True):
-    label = call_label(NAME, [num_heads])
+def _case(test, num_heads, scored=True, by_keyword=False):
+    args, kwargs = ([], {"num_heads": num_heads}) if by_keyword else ([num_heads], {})
+    label = call_label(NAME, args, kwargs)
     expected = ref.alibi_slopes(num_heads)
     check = tensor_check(label, expected, atol=0.0, rtol=1e-6, mistakes=_mistakes(num_heads), axes=("head",))
     power = num_heads & (num_heads - 1) == 0
-    return Case(test, label, call_probe(NAME, [num_heads]), check, scored=scored,
-                features={"heads": "n a power of two" if power else "n not a power of two"},
+    return Case(test, label, call_probe(NAME, args, kwargs), check, scored=scored,
+                features={"heads": "n a power of two" if power else "n not a power of two",
+                          "size": "n up to 10" if num_heads <= 10 else "n from 11 to 32" if num_heads <= 32
+                          else "n above 32",
+                          "passing": "num_heads by keyword" if by_keyword else "num_heads by position"},
                 sizes={"num_heads": num_heads})
 
 
@@ -64,6 +77,26 @@ def _meta_case(test, num_heads):
     expected = ref.alibi_slopes(num_heads, device=torch.device("meta"))
     return Case(test, label, call_probe(NAME, [num_heads], kwargs),
                 device_check(label, "meta", expected.shape, expected.dtype), sizes={"num_heads": num_heads})
+
+
+def _from_contract(levels, rng, generator):
+    """A call of alibi_slopes_other_counts at one row of the contract's design."""
+    choices = {("n a power of two", "n up to 10"): [1, 2, 4, 8], ("n a power of two", "n from 11 to 32"): [16, 32],
+               ("n a power of two", "n above 32"): [64],  # the docstring's bound on BLOOM's ulps holds to 64
+               ("n not a power of two", "n up to 10"): [3, 5, 6, 7, 9, 10],
+               ("n not a power of two", "n from 11 to 32"): [11, 12, 20, 24, 31],
+               ("n not a power of two", "n above 32"): [40, 48, 63]}
+    num_heads = rng.choice(choices[levels["heads"], levels["size"]])
+    return _case("alibi_slopes_other_counts", num_heads, by_keyword=levels["passing"] == "num_heads by keyword")
+
+
+# The contract: what the docstring lets vary, each level sent by some case of alibi_slopes_other_counts, every pair
+# of levels together in one (autograder/core/contracts.py).
+CONTRACT = Contract(NAME, (
+    Factor("heads", ("n a power of two", "n not a power of two")),
+    Factor("size", ("n up to 10", "n from 11 to 32", "n above 32")),
+    Factor("passing", ("num_heads by position", "num_heads by keyword")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -78,4 +111,4 @@ def build(rng, generator):
         label = call_label(NAME, [num_heads])
         cases.append(Case("alibi_slopes_invalid_args", label, call_probe(NAME, [num_heads]),
                           raises_check(label, "ValueError", " (a model has one head or more)")))
-    return cases
+    return cases + contract_cases(CONTRACT, rng, generator)

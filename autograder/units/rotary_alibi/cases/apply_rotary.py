@@ -7,12 +7,28 @@ mistake in the helper is charged once, to its own task.
 
 Tolerance: each output coordinate is a x cos + b sin of two inputs; a float32 formulation errs by about
 |x| times the angle's error, 6e-8 * t, so the tolerance grows with the row's position:
-1e-5 + 5e-7 * |t| (inputs are standard normal). float16 inputs are compared in float16 (1e-2).
+1e-5 + 5e-7 * |t| (inputs are standard normal).
+
+float16 and bfloat16 inputs: the contract turns them in float32 and rounds once, to x's dtype. Two correct
+formulations differ before that rounding by float32's error only, so after it by at most one unit in the last
+place of the output coordinate; a coordinate of pair (a, b) is at most |a| + |b| in size, so that unit is at most
+eps(dtype) * (|a| + |b|). The tolerance is twice that, per coordinate, from the inputs, plus the angle's float32
+error as above: (2 * eps + 5e-7 * |t|) * (|a| + |b|). A rotation whose angles or products are rounded to the half
+dtype on the way is off by several such units far from position 0, and every named mistake by a whole turn.
+
+The contract (``CONTRACT``): every dtype x may have, both layouts, positions from 0 or from an offset, integer or
+float positions, x with no leading axis, one, or two (with positions of their own per sequence, (B, 1, L), as a
+level of that factor), base left out, passed by position or by keyword, and an axis of length 1 (one position
+among them). Its cases count in apply_rotary_positions (the test of calls beyond the plain (B, H, L, dh) one),
+which no other test needs. The device is not a factor: one case sends meta tensors (no GPU needed) and checks that
+the output is made there, of x's shape and dtype.
 """
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, size_one, tensor_check
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, raises_check, size_one,
+                                   tensor_check)
+from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.rotary_alibi.job import scrambled_angles, scrambled_rotation
 from solutions import rotary_alibi as ref
 
@@ -29,9 +45,20 @@ HINTS = {
     ("dtype", "dtype float16"): "float16 input: compute the rotation in float32 and return float16",
     ("leading", "leading axes (B, H)"): "x with batch and head axes fails: the rotation acts on the last two axes "
                                         "(L, dh) only; broadcast the angles over the others",
+    ("leading", "one leading axis (B, L, dh)"): "x with one leading axis fails: the rotation acts on the last two "
+                                                "axes (L, dh) only; broadcast the angles over the others",
+    ("leading", "positions per sequence (B, 1, L)"): "positions of their own for each sequence, (B, 1, L), go wrong: "
+                                                     "the angles have the positions' shape plus (dh/2,) and "
+                                                     "broadcast against x",
+    ("dtype", "dtype bfloat16"): "bfloat16 input: compute the rotation in float32 and return bfloat16",
+    ("positions", "float positions"): "integer positions work, fractional ones (from scaled_positions) do not: keep "
+                                      "them fractional (a float dtype) all the way to the angles",
+    ("base", "base passed"): "the base argument seems not to be used",
+    ("base", "base by keyword"): "a call that names base= goes wrong: keep the parameter names of the signature",
 }
+HALF = (torch.float16, torch.bfloat16)
 ADVICE = (
-    (r"(?:odd|even) column", "Only one member of each pair is wrong: look at the sign of the sine in each of the "
+    (r"(?:odd|even) coordinate", "Only one member of each pair is wrong: look at the sign of the sine in each of the "
                              "two rotated coordinates (a' = a cos - b sin, b' = a sin + b cos)."),
 )
 
@@ -77,33 +104,126 @@ def mistakes(x, positions, base, interleaved, key):
     return found
 
 
-def _case(test, generator, shape, positions=None, base=None, interleaved=True, dtype=torch.float32, scored=True):
+def _pair_sizes(x, interleaved):
+    """|a| + |b| of the pair each coordinate of x belongs to, in float64 (..., L, dh): a bound on the size of
+    either rotated coordinate of the pair."""
+    wide = x.to(torch.float64).abs()
+    if interleaved:
+        return (wide[..., 0::2] + wide[..., 1::2]).repeat_interleave(2, dim=-1)
+    first, second = wide.chunk(2, dim=-1)
+    return torch.cat((first + second, first + second), dim=-1)
+
+
+def _axes(dims):
+    """The names of x's axes: (L, dh) last, a batch and a head axis before them, and any others between."""
+    if dims <= 4:
+        return ("batch", "head", "position", "coordinate")[-dims:]
+    return ("batch",) + ("leading",) * (dims - 4) + ("head", "position", "coordinate")
+
+
+def _leading(shape, positions):
+    if len(shape) == 2:
+        return "x of shape (L, dh)"
+    if len(shape) == 3:
+        return "one leading axis (B, L, dh)"
+    return "positions per sequence (B, 1, L)" if positions.dim() > 1 else "leading axes (B, H)"
+
+
+def _case(test, generator, shape, positions=None, base=None, interleaved=True, dtype=torch.float32, scored=True,
+          base_by_keyword=False):
     x = torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
     length = shape[-2]
     positions = torch.arange(length) if positions is None else positions
-    args = [x, positions] + ([base] if base is not None else [])
+    args = [x, positions] + ([base] if base is not None and not base_by_keyword else [])
     kwargs = {} if interleaved else {"interleaved": False}
+    if base is not None and base_by_keyword:
+        kwargs = {"base": base, **kwargs}
     label = call_label(NAME, args, kwargs)
     used = 10000.0 if base is None else base
     expected = ref.apply_rotary(x, positions, used, interleaved=interleaved)
-    if dtype == torch.float16:
-        atol = 1e-2
+    far = 5e-7 * positions.to(torch.float64).abs()[..., None]  # the angle's float32 error, per row
+    if dtype in HALF:  # one rounding to x's dtype, per coordinate (module docstring)
+        atol, rtol = (2 * torch.finfo(dtype).eps + far) * _pair_sizes(x, interleaved), 0.0
     else:
-        atol = (1e-5 + 5e-7 * positions.to(torch.float64).abs())[..., None] if dtype == torch.float32 else 1e-10
+        atol, rtol = (1e-5 + far if dtype == torch.float32 else 1e-10), 1e-5
     key = (3 + shape[-1] % 5, 5 + length % 3, 1 + len(shape))
     substitute = {"name": "rotary_angles", "stand_in": "scrambled_angles", "key": list(key)}
-    check = tensor_check(label, expected, atol=atol, rtol=1e-5 if dtype != torch.float16 else 1e-2,
+    check = tensor_check(label, expected, atol=atol, rtol=rtol,
                          mistakes=mistakes(x, positions, used, interleaved, key),
                          also_accept=scrambled_rotation(x, positions, used, interleaved=interleaved, key=key),
-                         axes=("batch", "head", "position", "coordinate")[-len(shape):], advice=ADVICE,
+                         axes=_axes(len(shape)), advice=ADVICE,
                          inputs=("x", "positions"))
-    offset = int(positions.reshape(-1)[0]) if positions.numel() else 0
+    first = float(positions.reshape(-1)[0]) if positions.numel() else 0.0
     features = {"layout": f"interleaved={interleaved}", "dtype": f"dtype {str(dtype).replace('torch.', '')}",
-                "offset": "positions from an offset" if offset else "positions from 0",
-                "leading": "leading axes (B, H)" if len(shape) > 2 else "x of shape (L, dh)",
-                "size 1": size_one(*shape)}
+                "offset": "positions from an offset" if first else "positions from 0",
+                "leading": _leading(shape, positions),
+                "size 1": size_one(*shape),
+                "positions": "float positions" if positions.is_floating_point() else "integer positions",
+                "base": ("the default base" if base is None else "base by keyword" if base_by_keyword
+                         else "base passed")}
     return Case(test, label, call_probe(NAME, args, kwargs, substitute=substitute), check, features=features,
                 sizes={"L": length, "dh": shape[-1], "dh // 2": shape[-1] // 2}, scored=scored)
+
+
+def _meta_case(test, shape, interleaved=True):
+    """x and positions on the meta device, which needs no GPU: the output must be made there, of x's shape and dtype
+    (a meta tensor has no values to compare)."""
+    x = torch.empty(*shape, device="meta")
+    positions = torch.empty(shape[-2], dtype=torch.int64, device="meta")
+    kwargs = {} if interleaved else {"interleaved": False}
+    label = call_label(NAME, [x, positions], kwargs) + " on the meta device"
+    expected = ref.apply_rotary(x, positions, interleaved=interleaved)
+    substitute = {"name": "rotary_angles", "stand_in": "scrambled_angles", "key": [3, 5, 1]}
+    return Case(test, label, call_probe(NAME, [x, positions], kwargs, substitute=substitute),
+                device_check(label, "meta", expected.shape, expected.dtype, inputs=("x", "positions")),
+                sizes={"L": shape[-2], "dh": shape[-1]})
+
+
+def _from_contract(levels, rng, generator):
+    """A call of apply_rotary_positions at one row of the contract's design."""
+    batch, heads, length, dh = rng.randint(2, 3), rng.randint(2, 3), rng.randint(2, 12), 2 * rng.randint(2, 8)
+    one = levels["size 1"] == "a size of 1"
+    leading = levels["leading"]
+    axes = {"x of shape (L, dh)": ["L"], "one leading axis (B, L, dh)": ["B", "L"]}.get(leading, ["B", "H", "L"])
+    if one:  # one position, one sequence or one head
+        which = rng.choice(axes)
+        batch, heads, length = (1 if which == "B" else batch), (1 if which == "H" else heads), \
+            (1 if which == "L" else length)
+    shape = {"x of shape (L, dh)": (length, dh), "one leading axis (B, L, dh)": (batch, length, dh)}.get(
+        leading, (batch, heads, length, dh))
+    per_sequence = leading == "positions per sequence (B, 1, L)"
+    rows = (batch, 1, length) if per_sequence else (length,)
+    start = torch.zeros(rows[:-1] + (1,), dtype=torch.int64)
+    if levels["offset"] == "positions from an offset":
+        start = torch.randint(1, 3000, rows[:-1] + (1,), generator=generator)
+    elif per_sequence and batch > 1:  # the first sequence from 0, the others from positions of their own
+        start[1:] = torch.randint(1, 3000, (batch - 1, 1, 1), generator=generator)
+    positions = start + torch.arange(length)  # rows, consecutive from each sequence's start
+    if levels["positions"] == "float positions":  # fractional, as scaled_positions makes them
+        kind = rng.choice([torch.float32, torch.float64])
+        positions = (start.to(torch.float64) + torch.arange(length, dtype=torch.float64) / rng.choice([2, 4, 8])
+                     ).to(kind)
+    elif rng.random() < 0.3:
+        positions = positions.to(torch.int32)
+    base = None if levels["base"] == "the default base" else float(rng.choice([500.0, 1000.0, 50000.0]))
+    return _case("apply_rotary_positions", generator, shape, positions=positions, base=base,
+                 interleaved=levels["layout"] == "interleaved=True", dtype=getattr(torch, levels["dtype"].split()[-1]),
+                 base_by_keyword=levels["base"] == "base by keyword")
+
+
+# The contract: what the docstring lets vary, each level sent by some case of apply_rotary_positions, every pair of
+# levels together in one (autograder/core/contracts.py). Positions per sequence are a level of "leading": x of
+# shape (L, dh) has no sequence of its own to give them to, and an excluded pair would confound the two factors.
+CONTRACT = Contract(NAME, (
+    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    Factor("leading", ("x of shape (L, dh)", "one leading axis (B, L, dh)", "leading axes (B, H)",
+                       "positions per sequence (B, 1, L)")),
+    Factor("layout", ("interleaved=True", "interleaved=False")),
+    Factor("offset", ("positions from 0", "positions from an offset")),
+    Factor("positions", ("integer positions", "float positions")),
+    Factor("base", ("the default base", "base passed", "base by keyword")),
+    Factor("size 1", ("a size of 1", "no size of 1")),
+), _from_contract)
 
 
 def _invalid(generator):
@@ -151,4 +271,5 @@ def build(rng, generator):
         _case("apply_rotary_positions", generator, (6, 4), positions=torch.arange(10, 16), scored=False),
         _case("apply_rotary_positions", generator, (1, 2, 6, 4), positions=torch.arange(3, 9), interleaved=False,
               scored=False),
-    ]
+        _meta_case("apply_rotary_positions", (2, 3, 5, 8), interleaved=rng.random() < 0.5),
+    ] + contract_cases(CONTRACT, rng, generator)

@@ -8,44 +8,82 @@ Tolerance: a score sums dh products of rotated coordinates; each rotated coordin
 errs by about 6e-8 * t (the angle's error), so a score by about sqrt(dh) times that and the coordinates'
 size. The tolerance: 2e-5 * sqrt(dh) * (1 + 0.02 * max position) absolute and 1e-5 relative; positions
 stay below about 3000. float64: 1e-9.
+
+float16 and bfloat16: the reference rotates q and k in float32 and rounds each rotated coordinate to the half
+dtype (apply_rotary's contract), then multiplies by the scale and takes the product, each rounding once more. A
+formulation that stays in float32 until the end (a complex product, the relative form) skips some of these
+roundings, one that scales after the product adds one: each rounding moves a term q'_d k'_d by a unit in the last
+place, eps(dtype) / 2 of its size, and at most the whole score by eps(dtype) / 2 of it. Rotation leaves the size of
+each pair (a, b) unchanged and |a c| + |b d| <= |(a, b)| |(c, d)|, so sum_d |q'_d k'_d| <= sum over pairs of
+|q pair| * |k pair|, read from the inputs. The tolerance: 3 * eps(dtype) * |scale| * that sum (six such roundings),
+plus the float32 tolerance above, absolute, and eps(dtype) relative. Every mistake changes scores by a share of
+their size (a missing rotation, scale or sign), far beyond it. At scale 0.0 every correct formulation gives exact
+zeros; the default scale stands in for |scale| there, so that a mistake that uses it is told by name.
+
+The contract (``CONTRACT``): Lq below, equal to and above Lk; the positions left out, one set given, both, or both
+fractional; both layouts; every dtype q and k may have (the docstring gives both one dtype, the scores q's: the
+two are not mixed); the scale left out, given, or 0.0; base left out or given; an axis of length 1; q and k passed
+by position or by keyword. Its cases count in rope_scores_positions, which no other test needs: most of them pass
+positions, and a mistake with the positions passed in (one that changes positions_q in place, say) is then charged
+once, there. The device is not a factor: one case (in rope_scores_layout) sends meta tensors and checks where the
+scores are made.
 """
 
 import math
 
 import torch
 
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, score_factors, size_one,
                                      tensor_check)
+from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.rotary_alibi.cases.apply_rotary import _rotate
 from solutions import rotary_alibi as ref
 
 NAME = "rope_scores"
 
 HINTS = {
-    ("lengths", "Lq != Lk"): "square cases work and the others do not: the queries are rotated by positions_q "
-                             "(default arange(Lq)), the keys by positions_k (default arange(Lk))",
+    ("lengths", "Lq < Lk"): "the cases with more keys than queries go wrong: the queries are rotated by "
+                            "positions_q (default arange(Lq)), the keys by positions_k (default arange(Lk))",
+    ("lengths", "Lq > Lk"): "the cases with more queries than keys go wrong: the queries are rotated by "
+                            "positions_q (default arange(Lq)), the keys by positions_k (default arange(Lk))",
     ("positions", "positions given"): "the positions passed in seem not to be used",
+    ("positions", "positions_q given"): "positions_q passed alone goes wrong: the keys keep their default, "
+                                        "arange(Lk)",
+    ("positions", "positions_k given"): "positions_k passed alone goes wrong: the queries keep their default, "
+                                        "arange(Lq)",
+    ("positions", "float positions given"): "fractional positions (from scaled_positions) go wrong: keep them "
+                                            "fractional all the way to the angles",
     ("layout", "interleaved=False"): "the layout argument seems not to reach the rotation",
     ("scale", "an explicit scale"): "look at how the scale argument is used",
+    ("scale", "scale 0.0"): "scale=0.0 is a scale (every score 0), not a scale left out: test scale is None",
+    ("base", "base passed"): "the base argument seems not to reach the rotation",
     ("dtype", "dtype float64"): "keep q's dtype throughout",
+    ("dtype", "dtype float16"): "float16 q and k: rotate them as apply_rotary does (in float32, rounded to "
+                                "float16) and return float16 scores",
+    ("dtype", "dtype bfloat16"): "bfloat16 q and k: rotate them as apply_rotary does (in float32, rounded to "
+                                 "bfloat16) and return bfloat16 scores",
+    ("passing", "q and k by keyword"): "a call that names q= and k= goes wrong: keep the parameter names of the "
+                                       "signature",
 }
+HALF = (torch.float16, torch.bfloat16)
 
 
-def _scores(q, k, positions_q, positions_k, interleaved, scale, rotate_q=True, rotate_k=True, sign=1.0, key=None,
-            sign_k=None, interleaved_k=None, reshaped=False):
-    """The scores written out in float64; the keys' sign and layout are the queries' unless given; ``reshaped``
-    makes k^T with reshape, which keeps the memory order, where transpose swaps the axes."""
+def _scores_at(q, k, positions_q, positions_k, interleaved, scale, rotate_q=True, rotate_k=True, sign=1.0, key=None,
+            sign_k=None, interleaved_k=None, reshaped=False, base=10000.0, base_k=None):
+    """The scores written out in float64; the keys' sign, layout and base are the queries' unless given;
+    ``reshaped`` makes k^T with reshape, which keeps the memory order, where transpose swaps the axes."""
     sign_k = sign if sign_k is None else sign_k
     interleaved_k = interleaved if interleaved_k is None else interleaved_k
-    turned_q = _rotate(q.double(), positions_q, 10000.0, interleaved, sign, key=key) if rotate_q else q.double()
-    turned_k = _rotate(k.double(), positions_k, 10000.0, interleaved_k, sign_k, key=key) if rotate_k else k.double()
+    base_k = base if base_k is None else base_k
+    turned_q = _rotate(q.double(), positions_q, base, interleaved, sign, key=key) if rotate_q else q.double()
+    turned_k = _rotate(k.double(), positions_k, base_k, interleaved_k, sign_k, key=key) if rotate_k else k.double()
     keys = (turned_k.reshape(*turned_k.shape[:-2], turned_k.shape[-1], turned_k.shape[-2]) if reshaped
             else turned_k.transpose(-2, -1))
     return (scale * turned_q @ keys).to(q.dtype)
 
 
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, positions_q=None, positions_k=None,
-          interleaved=True, scale=None, dtype=torch.float32, scored=True):
+          interleaved=True, scale=None, dtype=torch.float32, scored=True, base=None, by_keyword=False):
     def randn(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
@@ -59,10 +97,20 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, positions
         kwargs["positions_k"] = positions_k
     if not interleaved:
         kwargs["interleaved"] = False
-    label = call_label(NAME, [q, k], kwargs)
+    if base is not None:
+        kwargs["base"] = base
+    args = [q, k]
+    if by_keyword:
+        args, kwargs = [], {"q": q, "k": k, **kwargs}
+    label = call_label(NAME, args, kwargs)
     expected = ref.rope_scores(q, k, scale=scale, positions_q=positions_q, positions_k=positions_k,
-                               interleaved=interleaved)
+                               interleaved=interleaved, **({} if base is None else {"base": base}))
     used = 1 / math.sqrt(head_dim) if scale is None else scale
+    turn = 10000.0 if base is None else base
+
+    def _scores(*args, **kwargs):  # at the call's base
+        return _scores_at(*args, base=turn, **kwargs)
+
     pq = torch.arange(length_q) if positions_q is None else positions_q
     pk = torch.arange(length_k) if positions_k is None else positions_k
     key = (3 + head_dim % 5, 5 + length_k % 3, 1 + length_q % 4)
@@ -117,25 +165,134 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, positions
                                     "(default arange(Lq)), keys by positions_k.",
                                     lambda angles=angles: _scores(q, k, pk[-length_q:] if len(pk) >= length_q
                                                                   else pq, pk, interleaved, used, key=angles)))
+        if not interleaved or turn != 10000.0:
+            mistakes.append(Mistake("the keys are rotated with the default settings (interleaved=True, base 10000), "
+                                    "the queries with those passed: q and k in different layouts or at different "
+                                    "bases; interleaved and base must reach both rotations.",
+                                    lambda angles=angles: _scores(q, k, pq, pk, interleaved, used, interleaved_k=True,
+                                                                  base_k=10000.0, key=angles)))
+        if turn != 10000.0:
+            mistakes.append(Mistake("the base passed is ignored: the rotation uses the default base, 10000; pass "
+                                    "base on to the rotation of q and of k.",
+                                    lambda angles=angles: _scores_at(q, k, pq, pk, interleaved, used, key=angles)))
         if scale is not None:
-            mistakes.insert(0, Mistake("the scale argument is ignored: the default 1/sqrt(dh) is used instead.",
+            mistakes.insert(0, Mistake("the scale argument is ignored: the default 1/sqrt(dh) is used instead."
+                                       if scale else "scale 0.0 is taken for a scale left out (scale or "
+                                       "1/sqrt(dh)): scale=0.0 asks for scores of 0; test scale is None.",
                                        lambda angles=angles: _scores(q, k, pq, pk, interleaved,
                                                                      1 / math.sqrt(head_dim), key=angles)))
     substitute = [{"name": "apply_rotary", "stand_in": "scrambled_rotation", "key": list(key)},
                   {"name": "rotary_angles", "stand_in": "scrambled_angles", "key": list(key)}]
-    far = max(int(pq.max()) if pq.numel() else 0, int(pk.max()) if pk.numel() else 0)
+    far = max(float(pq.abs().max()) if pq.numel() else 0, float(pk.abs().max()) if pk.numel() else 0)
     tolerance = 1e-9 if dtype == torch.float64 else 2e-5 * math.sqrt(head_dim) * (1 + 0.02 * far)
-    check = tensor_check(label, expected, atol=tolerance, rtol=1e-5, mistakes=mistakes,
+    rtol = 1e-5
+    if dtype in HALF:  # six roundings of each term, bounded by the pairs' sizes (module docstring)
+        size = abs(used) or 1 / math.sqrt(head_dim)  # at scale 0.0, that of the default (module docstring)
+        tolerance = 3 * torch.finfo(dtype).eps * size * _pair_products(q, k, interleaved) + tolerance
+        rtol = torch.finfo(dtype).eps
+    check = tensor_check(label, expected, atol=tolerance, rtol=rtol, mistakes=mistakes,
                          also_accept=_scores(q, k, pq, pk, interleaved, used, key=key),
-                         axes=("batch", "head", "query", "key"), factors=score_factors(head_dim, scale),
+                         axes=("batch", "head", "query", "key"), factors=score_factors(head_dim, scale or None),
                          inputs=("q", "k"))
-    features = {"lengths": lengths(length_q, length_k), "size 1": size_one(batch, heads, length_q, length_k),
-                "positions": "positions given" if positions_q is not None or positions_k is not None
-                else "default positions",
+    given = ("float positions given" if positions_q is not None and positions_k is not None
+             and positions_q.is_floating_point() else "positions given")
+    features = {"lengths": _order(length_q, length_k), "size 1": size_one(batch, heads, length_q, length_k),
+                "positions": {(False, False): "default positions", (True, False): "positions_q given",
+                              (False, True): "positions_k given", (True, True): given}[
+                    positions_q is not None, positions_k is not None],
                 "layout": f"interleaved={interleaved}", "dtype": f"dtype {str(dtype).replace('torch.', '')}",
-                "scale": "an explicit scale" if scale is not None else "the default scale"}
-    return Case(test, label, call_probe(NAME, [q, k], kwargs, substitute=substitute), check, features=features,
+                "scale": ("the default scale" if scale is None else "scale 0.0" if scale == 0
+                          else "an explicit scale"),
+                "base": "the default base" if base is None else "base passed",
+                "passing": "q and k by keyword" if by_keyword else "q and k by position"}
+    return Case(test, label, call_probe(NAME, args, kwargs, substitute=substitute), check, features=features,
                 sizes={"Lq": length_q, "Lk": length_k, "dh": head_dim, "H": heads, "B": batch}, scored=scored)
+
+
+def _order(length_q, length_k):
+    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
+
+
+def _pair_products(q, k, interleaved):
+    """sum over pairs of |q pair| * |k pair|, (B, H, Lq, Lk): a bound on sum_d |q'_d k'_d| whatever the angles."""
+    def sizes(x):
+        wide = x.to(torch.float64)
+        a, b = (wide[..., 0::2], wide[..., 1::2]) if interleaved else wide.chunk(2, dim=-1)
+        return torch.sqrt(a * a + b * b)  # (B, H, L, dh/2)
+
+    return sizes(q) @ sizes(k).transpose(-2, -1)
+
+
+def _meta_case(test, batch, heads, length_q, length_k, head_dim):
+    """q and k on the meta device, which needs no GPU: the scores must be made there, (B, H, Lq, Lk) of q's dtype
+    (a meta tensor has no values to compare). The default positions are made by the function itself."""
+    q = torch.empty(batch, heads, length_q, head_dim, device="meta")
+    k = torch.empty(batch, heads, length_k, head_dim, device="meta")
+    label = call_label(NAME, [q, k]) + " on the meta device"
+    expected = ref.rope_scores(q, k)
+    substitute = [{"name": "apply_rotary", "stand_in": "scrambled_rotation", "key": [3, 5, 1]},
+                  {"name": "rotary_angles", "stand_in": "scrambled_angles", "key": [3, 5, 1]}]
+    return Case(test, label, call_probe(NAME, [q, k], substitute=substitute),
+                device_check(label, "meta", expected.shape, expected.dtype, inputs=("q", "k")),
+                sizes={"Lq": length_q, "Lk": length_k, "dh": head_dim, "H": heads, "B": batch})
+
+
+def _from_contract(levels, rng, generator):
+    """A call of rope_scores_positions at one row of the contract's design."""
+    batch, heads, head_dim = rng.randint(2, 3), rng.randint(2, 3), 2 * rng.randint(2, 8)
+    short, long = sorted(rng.sample(range(2, 13), 2))
+    length_q, length_k = {"Lq < Lk": (short, long), "Lq > Lk": (long, short), "Lq == Lk": (short, short)}[
+        levels["lengths"]]
+    if levels["size 1"] == "a size of 1":  # one sequence, one head, one query or one key
+        which = rng.choice(["B", "H", "query" if levels["lengths"] != "Lq > Lk" else "key"])
+        if which == "B":
+            batch = 1
+        elif which == "H":
+            heads = 1
+        elif levels["lengths"] == "Lq == Lk":
+            length_q = length_k = 1
+        elif which == "query":
+            length_q = 1
+        else:
+            length_k = 1
+
+    def positions(length, fractional=False):
+        start = rng.randint(1, 2000)
+        if fractional:
+            return ((start + torch.arange(length, dtype=torch.float64) / rng.choice([2, 4, 8]))
+                    .to(rng.choice([torch.float32, torch.float64])))
+        return (start + torch.arange(length)).to(rng.choice([torch.int64, torch.int32]))
+
+    given = levels["positions"]
+    positions_q = (positions(length_q, given == "float positions given")
+                   if given in ("positions_q given", "positions given", "float positions given") else None)
+    positions_k = (positions(length_k, given == "float positions given")
+                   if given in ("positions_k given", "positions given", "float positions given") else None)
+    scale = {"the default scale": None, "scale 0.0": 0.0}.get(levels["scale"], rng.choice([0.5, 0.125, 2.0]))
+    base = None if levels["base"] == "the default base" else float(rng.choice([500.0, 1000.0, 50000.0]))
+    return _case("rope_scores_positions", generator, batch, heads, length_q, length_k, head_dim,
+                 positions_q=positions_q, positions_k=positions_k, interleaved=levels["layout"] == "interleaved=True",
+                 scale=scale, dtype=getattr(torch, levels["dtype"].split()[-1]), base=base,
+                 by_keyword=levels["passing"] == "q and k by keyword")
+
+
+# The contract: what the docstring lets vary, each level sent by some case of rope_scores_positions, every pair of
+# levels together in one (autograder/core/contracts.py). Fractional positions are a level of "positions": left out, the
+# positions are whole numbers, and an excluded pair would confound the two factors.
+CONTRACT = Contract(NAME, (
+    Factor("positions", ("default positions", "positions_q given", "positions_k given", "positions given",
+                         "float positions given")),
+    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("layout", ("interleaved=True", "interleaved=False")),
+    Factor("scale", ("the default scale", "an explicit scale", "scale 0.0")),
+    Factor("base", ("the default base", "base passed")),
+    Factor("size 1", ("a size of 1", "no size of 1")),
+    Factor("passing", ("q and k by position", "q and k by keyword")),
+), _from_contract)
+
+
+
 
 
 def build(rng, generator):
@@ -164,4 +321,5 @@ def build(rng, generator):
         _case("rope_scores_layout", generator, 1, 2, 5, 5, 8, interleaved=False, scored=False),
         _case("rope_scores_positions", generator, 1, 1, 4, 4, 8, positions_q=torch.arange(7, 11),
               positions_k=torch.arange(7, 11), scored=False),
-    ]
+        _meta_case("rope_scores_layout", 2, 2, 3, 5, 8),
+    ] + contract_cases(CONTRACT, rng, generator)
