@@ -142,3 +142,49 @@ def test_a_sinusoidal_table_that_ignores_device_loses_its_edge_cases_test(first_
     for test in by_id.values():  # charged once: the other tests ask for no device
         if test.id != "sinusoidal_edge_cases" and test.task != "timing":
             assert test.score == test.max_score, (test.id, test.output)
+
+
+# --- tasks that take tensors: the inputs on the meta device ----------------------------------------------------
+
+def _alibi_bias_on_the_cpu(length_q, length_k, slopes, *, causal=True):
+    distance = torch.arange(length_q)[:, None] - torch.arange(length_k)[None, :]  # on the CPU, whatever slopes are on
+    distance = distance.clamp(min=0) if causal else distance.abs()
+    return (slopes.reshape(-1, 1, 1) * (-distance).to(slopes.dtype)).unsqueeze(0)
+
+
+def _apply_rotary_on_the_cpu(x, positions, base=10000.0, *, interleaved=True):
+    return rotary_alibi.apply_rotary(x.cpu(), positions.cpu(), base, interleaved=interleaved)
+
+
+def _rope_scores_on_the_cpu(q, k, **settings):
+    return rotary_alibi.rope_scores(q.cpu(), k.cpu(), **settings)
+
+
+WITH_TENSORS = {  # task: (function name, the same function with its work moved to the CPU)
+    "alibi_bias": ("alibi_bias", _alibi_bias_on_the_cpu),
+    "apply_rotary": ("apply_rotary", _apply_rotary_on_the_cpu),
+    "rope_scores": ("rope_scores", _rope_scores_on_the_cpu),
+}
+
+
+def _meta_input_cases(task):
+    return [case for case in build_cases(SECOND)[task] if case.label.endswith(" on the meta device")]
+
+
+@pytest.mark.parametrize("task", sorted(WITH_TENSORS))
+def test_a_task_that_takes_tensors_is_run_on_meta_inputs_and_the_reference_passes(task):
+    name, _ = WITH_TENSORS[task]
+    cases = _meta_input_cases(task)
+    assert cases and all(case.scored for case in cases), f"{task}: a scored case on meta inputs"
+    for case in cases:
+        verdict = case.check(_outcome({name: getattr(rotary_alibi, name)}, case.probe))
+        assert verdict.passed, verdict.message
+
+
+@pytest.mark.parametrize("task", sorted(WITH_TENSORS))
+def test_work_done_on_the_cpu_whatever_the_inputs_are_on_fails_and_says_where(task):
+    name, on_the_cpu = WITH_TENSORS[task]
+    for case in _meta_input_cases(task):
+        verdict = case.check(_outcome({name: on_the_cpu}, case.probe))
+        assert not verdict.passed
+        assert "meta" in verdict.message and ("device" in verdict.message), verdict.message

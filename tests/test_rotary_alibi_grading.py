@@ -202,7 +202,8 @@ def _penalty(distance, slopes):
 def alibi_bias(length_q, length_k, slopes, *, causal=True):
     if slopes.dim() != 1:
         raise ValueError("slopes must be (H,)")
-    distance = torch.arange(length_q)[:, None] - torch.arange(length_k)[None, :]
+    distance = (torch.arange(length_q, device=slopes.device)[:, None]
+                - torch.arange(length_k, device=slopes.device)[None, :])
     distance = distance.clamp(min=0) if causal else distance.abs()
     return _penalty(distance, slopes).unsqueeze(0)
 
@@ -215,7 +216,8 @@ def alibi_slopes(num_heads, *, device=None):
 BIAS_WITHOUT_ITS_VALUE_ERROR = '''
 
 def alibi_bias(length_q, length_k, slopes, *, causal=True):
-    distance = torch.arange(length_q)[:, None] - torch.arange(length_k)[None, :]
+    distance = (torch.arange(length_q, device=slopes.device)[:, None]
+                - torch.arange(length_k, device=slopes.device)[None, :])
     distance = distance.clamp(min=0) if causal else distance.abs()
     return (slopes.reshape(-1, 1, 1) * (-distance).to(slopes.dtype)).unsqueeze(0)
 '''

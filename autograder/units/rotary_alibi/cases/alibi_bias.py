@@ -22,7 +22,8 @@ equivalent and what the contract asks for; without the mask (causal=False) it is
 
 import torch
 
-from autograder.core.cases import Case, Mistake, Verdict, call_label, call_probe, raises_check, size_one, tensor_check
+from autograder.core.cases import (Case, Mistake, Verdict, call_label, call_probe, device_check, raises_check, size_one,
+                                   tensor_check)
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
@@ -169,6 +170,18 @@ CONTRACT = Contract(NAME, (
 ), _from_contract)
 
 
+def _meta_case(test, length_q, length_k, heads, causal):
+    """Slopes on the meta device, which needs no GPU: the bias must be made there, of the slopes' dtype (a meta
+    tensor has no values to compare). A distance grid built on the CPU meets the meta slopes and fails."""
+    slopes = torch.empty(heads, device="meta")
+    kwargs = {} if causal else {"causal": False}
+    label = call_label(NAME, [length_q, length_k, slopes], kwargs) + " on the meta device"
+    expected = ref.alibi_bias(length_q, length_k, slopes, causal=causal)
+    return Case(test, label, call_probe(NAME, [length_q, length_k, slopes], kwargs),
+                device_check(label, "meta", expected.shape, expected.dtype, inputs=("length_q", "length_k", "slopes")),
+                sizes={"Lq": length_q, "Lk": length_k, "H": heads})
+
+
 def build(rng, generator):
     def slopes(heads, dtype=torch.float32):
         return ref.alibi_slopes(heads).to(dtype)
@@ -189,4 +202,4 @@ def build(rng, generator):
         _case("alibi_bias_causal", 6, 6, slopes(2), scored=False),
         _case("alibi_bias_bidirectional", 6, 6, slopes(2), causal=False, scored=False),
         _case("alibi_bias_layout", 4, 6, slopes(2), scored=False),
-    ] + contract_cases(CONTRACT, rng, generator)
+    ] + contract_cases(CONTRACT, rng, generator) + [_meta_case("alibi_bias_layout", 5, 8, 3, causal=rng.random() < 0.5)]
