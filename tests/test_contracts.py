@@ -147,17 +147,65 @@ FIRST_UNIT_CORNERS = {
                       "    if q.dtype in (_torch.float16, _torch.bfloat16):\n"
                       "        q, k, rel_k = q.float(), k.float(), rel_k.float()\n"
                       "    return _shaw(q, k, rel_k, max_relative_position, scale=scale)\n"),
+    # The signature's base renamed: a call that names base= fails.
+    ("sinusoidal", "base by keyword"): (
+        "import torch as _torch\n_table = sinusoidal_table\n\n\n"
+        "def sinusoidal_table(num_positions, d_model, theta=10000.0, *, device=None, dtype=_torch.float32):\n"
+        "    return _table(num_positions, d_model, theta, device=device, dtype=dtype)\n"),
+    # The signature's max_relative_position renamed: a call that names it fails.
+    ("relative_positions", "max_relative_position by keyword"): (
+        "_relative = clipped_relative_positions\n\n\n"
+        "def clipped_relative_positions(length_q, length_k, k, *, device=None):\n"
+        "    return _relative(length_q, length_k, k, device=device)\n"),
+    # The settings made keyword-only: a call that passes them by position fails.
+    ("t5_bucket", "settings by position"): (
+        "_buckets = t5_relative_position_bucket\n\n\n"
+        "def t5_relative_position_bucket(relative_position, *, bidirectional=True, num_buckets=32, max_distance=128):\n"
+        "    return _buckets(relative_position, bidirectional, num_buckets, max_distance)\n"),
+    # float64 word vectors narrowed to the weight's float32: the output is float32.
+    ("learned", "dtype float64"): (
+        "_Learned = LearnedPositionalEmbedding\n\n\nclass LearnedPositionalEmbedding(_Learned):\n"
+        "    def forward(self, x):\n        return super().forward(x.to(self.weight.dtype))\n"),
+    # The signature's q and k renamed: a call that names q=, k=, bias= fails.
+    ("biased_scores", "arguments by keyword"): (
+        "_biased = biased_scores\n\n\ndef biased_scores(query, key, bias, *, scale=None):\n"
+        "    return _biased(query, key, bias, scale=scale)\n"),
+    # Half precision computed, and returned, in float32.
+    ("biased_scores", "dtype float16"): (
+        "import torch as _torch\n_biased = biased_scores\n\n\ndef biased_scores(q, k, bias, *, scale=None):\n"
+        "    if q.dtype in (_torch.float16, _torch.bfloat16):\n        q, k, bias = q.float(), k.float(), bias.float()\n"
+        "    return _biased(q, k, bias, scale=scale)\n"),
+    # A half-precision table widened to float32: the bias comes back in float32.
+    ("t5_bias", "dtype float16"): (
+        "import torch as _torch\n_t5 = t5_bias\n\n\n"
+        "def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=32, max_distance=128):\n"
+        "    if bias_table.dtype in (_torch.float16, _torch.bfloat16):\n        bias_table = bias_table.float()\n"
+        "    return _t5(length_q, length_k, bias_table, bidirectional=bidirectional, num_buckets=num_buckets,\n"
+        "               max_distance=max_distance)\n"),
 }
-CONTRACT_TESTS = {"shaw": "shaw_edge_cases",
-                  "scaled_positions": "scaled_positions_values", "rotary_angles": "rotary_angles_edge_cases"}
+# The test (or, where the contract's cases go to more than one, the tests) a task's contract cases count in.
+CONTRACT_TESTS = {"shaw": "shaw_edge_cases", "sinusoidal": "sinusoidal_edge_cases",
+                  "relative_positions": "relative_positions_edge_cases",
+                  "t5_bucket": ("t5_bucket_bidirectional", "t5_bucket_causal"),
+                  "learned": ("learned_add", "learned_concat"), "biased_scores": "biased_scores_values",
+                  "t5_bias": "t5_bias_layout",
+                  "scaled_positions": "scaled_positions_values", "rotary_angles": "rotary_angles_edge_cases",
+                  "apply_rotary": "apply_rotary_positions",
+                  "rope_scores": "rope_scores_positions",
+                  "alibi_slopes": "alibi_slopes_other_counts", "alibi_bias": "alibi_bias_layout"}
+
+
+def _contract_tests(task):
+    tests = CONTRACT_TESTS[task]
+    return (tests,) if isinstance(tests, str) else tests
 
 
 def _expected_loss(unit, task):
     """What the rubric says a mistake in the contract's corners costs: the test the contract's cases count in, the
     tests that need it (invalid arguments need working values), and the timing of every path the task is part of."""
-    test = CONTRACT_TESTS[task]
-    needing = {other.id for other in unit.rubric.TESTS if getattr(other, "needs", None) == test}
-    return {test} | needing | {path.test for path in unit.rubric.TIMED_PATHS if task in path.requires}
+    tests = _contract_tests(task)
+    needing = {other.id for other in unit.rubric.TESTS if getattr(other, "needs", None) in tests}
+    return set(tests) | needing | {path.test for path in unit.rubric.TIMED_PATHS if task in path.requires}
 
 
 @pytest.mark.parametrize("task, level", sorted(FIRST_UNIT_CORNERS))
@@ -168,7 +216,8 @@ def test_a_mistake_only_a_corner_of_the_contract_shows_costs_its_test(grader, tm
     lost = {test_id for test_id, test in tests.items() if test.score < test.max_score}
     assert lost == _expected_loss(UNIT, task), {test_id: tests[test_id].output for test_id in lost}
     if level != "dtype float16":  # a dtype is told by the dtype message (float32 against float16, bfloat16)
-        assert level in tests[CONTRACT_TESTS[task]].output, tests[CONTRACT_TESTS[task]].output
+        said = [tests[test].output for test in _contract_tests(task)]
+        assert any(level in output for output in said), said
 
 
 ROTARY_CORNERS = {
@@ -182,6 +231,39 @@ ROTARY_CORNERS = {
         "import torch as _torch\n_angles = rotary_angles\n\n\n"
         "def rotary_angles(positions, head_dim, theta=10000.0, *, dtype=_torch.float32):\n"
         "    return _angles(positions, head_dim, theta, dtype=dtype)\n"),
+    # The signature's base renamed: a call that names base= fails.
+    ("apply_rotary", "base by keyword"): (
+        "_apply = apply_rotary\n\n\ndef apply_rotary(x, positions, theta=10000.0, *, interleaved=True):\n"
+        "    return _apply(x, positions, theta, interleaved=interleaved)\n"),
+    # Float positions refused (the docstring allows them: scaled_positions makes them).
+    ("apply_rotary", "float positions"): (
+        "_apply = apply_rotary\n\n\ndef apply_rotary(x, positions, base=10000.0, *, interleaved=True):\n"
+        "    if positions.is_floating_point():\n        raise TypeError('positions must be integers')\n"
+        "    return _apply(x, positions, base, interleaved=interleaved)\n"),
+    # 0.0 taken for "not given": the default scale used instead.
+    ("rope_scores", "scale 0.0"): (
+        "import math as _math\n_rope = rope_scores\n\n\n"
+        "def rope_scores(q, k, *, base=10000.0, scale=None, positions_q=None, positions_k=None, interleaved=True):\n"
+        "    return _rope(q, k, base=base, scale=scale or 1 / _math.sqrt(q.shape[-1]), positions_q=positions_q,\n"
+        "                 positions_k=positions_k, interleaved=interleaved)\n"),
+    # The base never reaches the rotation.
+    ("rope_scores", "base passed"): (
+        "_rope = rope_scores\n\n\n"
+        "def rope_scores(q, k, *, base=10000.0, scale=None, positions_q=None, positions_k=None, interleaved=True):\n"
+        "    return _rope(q, k, scale=scale, positions_q=positions_q, positions_k=positions_k,\n"
+        "                 interleaved=interleaved)\n"),
+    # The signature's num_heads renamed: a call that names num_heads= fails.
+    ("alibi_slopes", "num_heads by keyword"): (
+        "_slopes = alibi_slopes\n\n\ndef alibi_slopes(n, *, device=None):\n    return _slopes(n, device=device)\n"),
+    # The signature's parameters renamed: a call that names length_q=, length_k=, slopes= fails.
+    ("alibi_bias", "arguments by keyword"): (
+        "_bias = alibi_bias\n\n\ndef alibi_bias(lq, lk, slopes, *, causal=True):\n"
+        "    return _bias(lq, lk, slopes, causal=causal)\n"),
+    # bfloat16 slopes widened to float32, and the bias returned in float32.
+    ("alibi_bias", "dtype bfloat16"): (
+        "import torch as _torch\n_bias = alibi_bias\n\n\ndef alibi_bias(length_q, length_k, slopes, *, causal=True):\n"
+        "    if slopes.dtype == _torch.bfloat16:\n        slopes = slopes.float()\n"
+        "    return _bias(length_q, length_k, slopes, causal=causal)\n"),
 }
 
 
@@ -203,4 +285,5 @@ def test_a_mistake_only_a_corner_of_the_second_unit_s_contract_shows_costs_its_t
     tests = by_test(rotary_grader.grade(path))
     lost = {test_id for test_id, test in tests.items() if test.score < test.max_score}
     assert lost == _expected_loss(unit, task), {test_id: tests[test_id].output for test_id in lost}
-    assert level in tests[CONTRACT_TESTS[task]].output, tests[CONTRACT_TESTS[task]].output
+    said = [tests[test].output for test in _contract_tests(task)]
+    assert any(level in output for output in said), said

@@ -3,18 +3,40 @@
 The grader loads its own weight into the student's module (``module.weight``)
 before calling forward, so the values are checked exactly, whatever the
 random initialisation drew.
+
+The contract's cases (``CONTRACT``) vary the mode (left out, so "add" by default, or
+given), the batch (1 or more), the length (1 or more, always below max_len: L == max_len
+is learned_length_check's, so an off-by-one check is charged there, once) and x's dtype.
+They count in the test of their mode, learned_add or learned_concat, as the hand-written
+cases do, so a mistake of one mode is charged once, in its own test.
+
+Left out of the contract, and why:
+* float16 and bfloat16 x: the weight is float32, and the docstring does not say which
+  dtype the output takes; x + weight[:L] promotes to float32, while a cast of the rows to
+  x's dtype keeps half precision. Both are defensible, so no dtype tells them apart from
+  a mistake. float64 x has one answer (every correct form keeps float64): it is a level.
+* mode by keyword: the module probe builds the module with positional arguments only.
+* the device: the module has no device argument and its weight is made on the CPU, so
+  the reference itself cannot run on meta inputs (x on meta against a CPU weight).
 """
 
 import torch
 
 from autograder.core.cases import Case, Mistake, Verdict, failure_of, raises_check, returned_value, tensor_check
 from autograder.core.compare import mismatch
+from autograder.core.contracts import Contract, Factor, contract_cases
 
 NAME = "LearnedPositionalEmbedding"
 
 HINTS = {
     ("batch", "batch > 1"): "with one sequence it works: look at how the position rows meet the batch axis "
                             "(they broadcast in add; in concat they must be expanded to (B, L, d_model))",
+    ("length", "L = 1"): "with one position it goes wrong: look for a squeeze(), or for an axis that is dropped "
+                         "when L is 1",
+    ("dtype", "dtype float64"): "look at where the output takes its dtype: float64 word vectors must stay float64 "
+                                "(x + weight[:L] promotes; do not narrow x to the weight's float32)",
+    ("mode", "mode left out"): "a module built without a mode fails: mode defaults to \"add\" "
+                               "(def __init__(self, max_len, d_model, mode=\"add\"))",
 }
 
 
@@ -25,7 +47,10 @@ def _module_probe(init, x=None, weight=None, grad_out=None, seed=0):
 
 def _label(init, x=None):
     made = f"{NAME}({', '.join(repr(a) for a in init)})"
-    return made if x is None else f"{made}(x of shape {tuple(x.shape)})"
+    if x is None:
+        return made
+    dtype = "" if x.dtype == torch.float32 else f", {str(x.dtype)[6:]}"
+    return f"{made}(x of shape {tuple(x.shape)}{dtype})"
 
 
 def _stage(outcome, stage):
@@ -91,8 +116,61 @@ def _parameter_check(label, max_len, d_model):
 POSITIONS_FIRST = "the position vector comes first; append it after x: cat((x, rows), dim=-1)."
 
 
-def _features(batch):
-    return {"batch": "batch 1" if batch == 1 else "batch > 1"}
+def _features(batch, init, length, dtype=torch.float32):
+    mode = "mode left out" if len(init) < 3 else f"mode {init[2]!r}"
+    return {"batch": "batch 1" if batch == 1 else "batch > 1", "mode": mode,
+            "length": "L = 1" if length == 1 else "L > 1", "dtype": f"dtype {str(dtype)[6:]}"}
+
+
+def _add_case(batch, length, max_len, d_model, weight, x, init=None):
+    init = init or (max_len, d_model, "add")
+    label = _label(init, x)
+    expected = x + weight[:length]  # promoted: float64 x stays float64
+    from_one = [Mistake("positions are counted from 1: position t uses row t of weight, so weight[0:L].",
+                        lambda w=weight, x=x, n=length: x + w[1:n + 1])] if length < max_len else []
+    return Case("learned_add", label, _module_probe(init, x, weight),
+                _forward_check(label, expected, from_one,
+                               terms={"x": (x, 1.0), "weight[:L]": (weight[:length], 1.0)}),
+                features=_features(batch, init, length, x.dtype),
+                sizes={"B": batch, "L": length, "max_len": max_len, "d_model": d_model})
+
+
+def _concat_case(batch, length, max_len, d, d_model, weight, x):
+    init = (max_len, d_model, "concat")
+    label = _label(init, x)
+    rows = weight[:length].expand(batch, length, d_model)
+    mistakes = [Mistake(POSITIONS_FIRST, lambda x=x, rows=rows: torch.cat((rows, x), dim=-1))]
+    return Case("learned_concat", label, _module_probe(init, x, weight),
+                _forward_check(label, torch.cat((x, rows), dim=-1), mistakes),
+                features=_features(batch, init, length, x.dtype),
+                sizes={"B": batch, "L": length, "max_len": max_len, "d": d, "d_model": d_model,
+                       "d + d_model": d + d_model})
+
+
+# The contract: what the docstring lets vary, each level sent by some case of the test of its mode (learned_add or
+# learned_concat), every pair of levels together in one (autograder/core/contracts.py).
+def _from_contract(levels, rng, generator):
+    batch = 1 if levels["batch"] == "batch 1" else rng.randint(2, 4)
+    length = 1 if levels["length"] == "L = 1" else rng.randint(2, 9)
+    max_len = length + rng.randint(2, 6)  # above L: the rows from 1 (a known slip) differ, L == max_len is not here
+    d_model = rng.randint(2, 8)
+    dtype = getattr(torch, levels["dtype"].split()[-1])
+    weight = torch.randn(max_len, d_model, generator=generator)  # the module's own dtype, float32
+    if levels["mode"] == "mode 'concat'":
+        d = rng.choice([n for n in range(1, 9) if n != d_model])  # a width of its own: the two parts are told apart
+        x = torch.randn(batch, length, d, generator=generator, dtype=torch.float64).to(dtype)
+        return _concat_case(batch, length, max_len, d, d_model, weight, x)
+    x = torch.randn(batch, length, d_model, generator=generator, dtype=torch.float64).to(dtype)
+    init = (max_len, d_model) if levels["mode"] == "mode left out" else (max_len, d_model, "add")
+    return _add_case(batch, length, max_len, d_model, weight, x, init)
+
+
+CONTRACT = Contract(NAME, (
+    Factor("mode", ("mode left out", "mode 'add'", "mode 'concat'")),
+    Factor("batch", ("batch 1", "batch > 1")),
+    Factor("length", ("L = 1", "L > 1")),
+    Factor("dtype", ("dtype float32", "dtype float64")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -107,26 +185,11 @@ def build(rng, generator):
 
     for batch, length, max_len, d_model in [(3, 5, 9, 4), (1, 1, 7, 6), (2, rng.randint(10, 40), 50, 16)]:
         weight, x = randn(max_len, d_model), randn(batch, length, d_model)
-        init = (max_len, d_model, "add")
-        label = _label(init, x)
-        from_one = [Mistake("positions are counted from 1: position t uses row t of weight, so weight[0:L].",
-                            lambda w=weight, x=x, n=length: x + w[1:n + 1])] if length < max_len else []
-        cases.append(Case("learned_add", label, _module_probe(init, x, weight),
-                          _forward_check(label, x + weight[:length], from_one,
-                                         terms={"x": (x, 1.0), "weight[:L]": (weight[:length], 1.0)}),
-                          features=_features(batch),
-                          sizes={"B": batch, "L": length, "max_len": max_len, "d_model": d_model}))
+        cases.append(_add_case(batch, length, max_len, d_model, weight, x))
 
     for batch, length, max_len, d, d_model in [(2, 4, 6, 3, 5), (3, 7, 20, 8, 8), (1, 1, 3, 2, 4)]:
         weight, x = randn(max_len, d_model), randn(batch, length, d)
-        init = (max_len, d_model, "concat")
-        label = _label(init, x)
-        rows = weight[:length].expand(batch, length, d_model)
-        mistakes = [Mistake(POSITIONS_FIRST, lambda x=x, rows=rows: torch.cat((rows, x), dim=-1))]
-        cases.append(Case("learned_concat", label, _module_probe(init, x, weight),
-                          _forward_check(label, torch.cat((x, rows), dim=-1), mistakes), features=_features(batch),
-                          sizes={"B": batch, "L": length, "max_len": max_len, "d": d, "d_model": d_model,
-                                 "d + d_model": d + d_model}))
+        cases.append(_concat_case(batch, length, max_len, d, d_model, weight, x))
 
     max_len, d_model = 13, 4
     weight, x = randn(max_len, d_model), randn(2, max_len, d_model)
@@ -194,4 +257,5 @@ def build(rng, generator):
             return Verdict(problem is None, problem or "")
 
         cases.append(Case("learned_gradients", label, _module_probe(init, x, weight, grad_out), grad_check))
-    return cases
+    # Drawn after the hand-written cases, so that theirs stay as they were.
+    return cases + contract_cases(CONTRACT, rng, generator)

@@ -5,11 +5,28 @@ swapped for the grader's stand-in, which returns valid but scrambled buckets
 that depend on every argument. A ``t5_bias`` that calls the helper is right
 when it looks up the stand-in's buckets for the (j - i) grid with the settings
 it was given; one that computes buckets itself must give the reference.
+
+The contract's cases (``CONTRACT``) vary the table's dtype (float32, float64,
+float16, bfloat16: a lookup, so exact in each), the length order (Lq < Lk, = and
+>, now and then with a length of 1), one head or several, and whether the settings
+are left out or passed by keyword (keyword-only in the signature). They count in
+t5_bias_layout, with T5's default settings: a setting that does not reach the
+buckets is t5_bias_values' to charge (its hand-chosen settings show it, and the
+stand-in's buckets change with each of them), and every known mistake of the
+layout is named there first, so the contract's cases, which show only that mistake,
+are not charged for it again.
+
+No case sends a meta table (the reference runs on one): two tests read every
+t5_bias probe in ways a meta case breaks. tests/test_hidden_cases_per_student.py
+compares the positional tensors of every probe with torch.equal, which a meta
+tensor refuses, and tests/test_case_holes.py passes every keyword of a probe to the
+stand-in as a setting, so the table cannot go by keyword either.
 """
 
 import torch
 
 from autograder.core.cases import Case, Mistake, call_label, call_probe, lengths, size_one, tensor_check
+from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.positional_encodings.cases.relative_positions import distances
 from autograder.units.positional_encodings.job import scrambled_buckets
 from solutions import positional_encodings as ref
@@ -25,6 +42,19 @@ HINTS = {
     ("size 1", "a size of 1"): "the cases with an axis of length 1 fail: look for a squeeze(), or for an "
                                "axis that is dropped or mixed up when its length is 1",
     ("dtype", "dtype float64"): "the bias takes the dtype of bias_table: look at where yours takes another",
+    ("dtype", "dtype float16"): "a float16 table goes wrong: the bias takes the dtype of bias_table; look at where "
+                                "yours takes another (a buffer made in the default float32, say)",
+    ("dtype", "dtype bfloat16"): "a bfloat16 table goes wrong: the bias takes the dtype of bias_table; look at "
+                                 "where yours takes another (a buffer made in the default float32, say)",
+    ("dtype", ("dtype bfloat16", "dtype float16", "dtype float64")): "only a float32 table works: a table of dtype "
+                                                                    "float64, float16 or bfloat16 gives a bias of "
+                                                                    "another dtype; the bias takes the dtype of "
+                                                                    "bias_table (no .float(), no buffer made in the "
+                                                                    "default dtype)",
+    ("passing", "settings by keyword"): "a call that names bidirectional=, num_buckets= and max_distance= fails: keep "
+                                        "the parameter names of the signature you were given",
+    ("passing", "settings left out"): "a call that leaves the settings out fails: keep their defaults "
+                                      "(bidirectional=True, num_buckets=32, max_distance=128)",
 }
 
 
@@ -33,11 +63,12 @@ def _from_buckets(bias_table, buckets):
 
 
 def _case(test, generator, length_q, length_k, heads, bidirectional=True, num_buckets=32, max_distance=128,
-          dtype=torch.float32, pass_all=True, scored=True):
+          dtype=torch.float32, pass_all=True, scored=True, passing=None):
     bias_table = torch.randn(num_buckets, heads, generator=generator, dtype=torch.float64).to(dtype)
     settings = {"bidirectional": bidirectional, "num_buckets": num_buckets, "max_distance": max_distance}
     kwargs = settings if pass_all else {}
-    label = call_label(NAME, [length_q, length_k, bias_table], kwargs)
+    args = [length_q, length_k, bias_table]
+    label = call_label(NAME, args, kwargs)
     expected = ref.t5_bias(length_q, length_k, bias_table, **settings)
     grid = distances(length_q, length_k)
     buckets = ref.t5_relative_position_bucket(grid, **settings)
@@ -71,10 +102,38 @@ def _case(test, generator, length_q, length_k, heads, bidirectional=True, num_bu
     default = bidirectional and num_buckets == 32 and max_distance == 128
     features = {"lengths": lengths(length_q, length_k), "size 1": size_one(length_q, length_k, heads),
                 "settings": "the default settings" if default else "settings passed",
-                "heads": "one head" if heads == 1 else "several heads", "dtype": f"dtype {str(dtype)[6:]}"}
-    return Case(test, label, call_probe(NAME, [length_q, length_k, bias_table], kwargs, substitute=substitute),
+                "heads": "one head" if heads == 1 else "several heads", "dtype": f"dtype {str(dtype)[6:]}",
+                "length order": _order(length_q, length_k),
+                "passing": passing or ("settings by keyword" if pass_all else "settings left out")}
+    return Case(test, label, call_probe(NAME, args, kwargs, substitute=substitute),
                 check, features=features, scored=scored,
                 sizes={"length_q": length_q, "length_k": length_k, "H": heads, "num_buckets": num_buckets})
+
+
+def _order(length_q, length_k):
+    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
+
+
+# The contract: what the docstring lets vary, each level sent by some case of t5_bias_layout, every pair of levels
+# together in one (autograder/core/contracts.py). The settings are T5's defaults, left out or given by keyword (see
+# the module's docstring).
+def _from_contract(levels, rng, generator):
+    order = levels["length order"]
+    one = rng.random() < 1 / 3  # a length of 1, drawn (not a factor: with Lq == Lk it would make both 1)
+    small, large = (1 if one else rng.randint(2, 4)), rng.randint(5, 9)
+    length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
+    heads = 1 if levels["heads"] == "one head" else rng.randint(2, 4)
+    return _case("t5_bias_layout", generator, length_q, length_k, heads,
+                 dtype=getattr(torch, levels["dtype"].split()[-1]), pass_all=levels["passing"] == "settings by keyword",
+                 passing=levels["passing"])
+
+
+CONTRACT = Contract(NAME, (
+    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    Factor("length order", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("heads", ("one head", "several heads")),
+    Factor("passing", ("settings left out", "settings by keyword")),
+), _from_contract)
 
 
 def build(rng, generator):
@@ -95,4 +154,4 @@ def build(rng, generator):
         _case("t5_bias_values", generator, 4, 4, 2, scored=False),
         _case("t5_bias_values", generator, 3, 6, 3, scored=False),
         _case("t5_bias_values", generator, 5, 5, 2, bidirectional=False, num_buckets=40, max_distance=80, scored=False),
-    ]
+    ] + contract_cases(CONTRACT, rng, generator)  # drawn after the hand-written cases: theirs stay as they were
