@@ -97,8 +97,11 @@ def test_a_declaration_must_say_why_a_pair_is_excluded_and_name_real_levels():
 
 # -- every declared contract
 
-def test_both_units_declare_contracts():
-    assert {unit.name for unit, _, _ in DECLARED} == {"positional_encodings", "rotary_alibi"}
+def test_every_task_of_every_unit_declares_its_contract():
+    """A unit added later included: a task without a CONTRACT would be graded on hand-picked inputs only."""
+    every = {(unit.name, task) for unit in units.all_units() for task in unit.rubric.TASK_NAMES}
+    assert every - {(unit.name, task) for unit, task, _ in DECLARED} == set()
+    assert {unit.name for unit in units.all_units()} >= {"positional_encodings", "rotary_alibi"}
 
 
 @pytest.mark.parametrize("unit, task, contract", DECLARED, ids=[f"{u.name}.{t}" for u, t, _ in DECLARED])

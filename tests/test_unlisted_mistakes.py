@@ -106,7 +106,7 @@ VARIANTS = {
     "relative_positions_query_length_twice": ("relative_positions", """
         def clipped_relative_positions(length_q, length_k, max_relative_position, *, device=None):
             return _reference_clipped_relative_positions(length_q, length_q, max_relative_position, device=device)
-        """, r"Lq != Lk|key axis"),
+        """, r"Lq [<>] Lk|key axis"),
     "relative_positions_clip_one_short": ("relative_positions", """
         def clipped_relative_positions(length_q, length_k, max_relative_position, *, device=None):
             k = max_relative_position
@@ -141,7 +141,7 @@ VARIANTS = {
             index = index.expand(*q.shape[:-2], Lq, k.shape[-2])
             per_distance = q @ rel_k.to(q.dtype).T
             return (q @ k.transpose(-2, -1) + per_distance.gather(-1, index)) * scale
-        """, r"Lq != Lk"),
+        """, r"Lq [<>] Lk"),
     "shaw_relative_term_of_head_zero": ("shaw", """
         def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
             scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -229,7 +229,7 @@ VARIANTS = {
         def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=32, max_distance=128):
             return _reference_t5_bias(length_q, length_q, bias_table, bidirectional=bidirectional,
                                       num_buckets=num_buckets, max_distance=max_distance)
-        """, r"Lq != Lk|key axis"),
+        """, r"Lq [<>] Lk|key axis"),
     "t5_bias_one_head_squeezed": ("t5_bias", """
         def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=32, max_distance=128):
             grid = torch.arange(length_k)[None, :] - torch.arange(length_q)[:, None]
@@ -245,7 +245,7 @@ VARIANTS = {
             per_offset = bias_table[buckets].transpose(0, 1)
             where = torch.arange(length_k)[None, :] - torch.arange(length_q)[:, None] + (length_k - 1)
             return per_offset[:, where.clamp(max=per_offset.shape[1] - 1)].unsqueeze(0)
-        """, r"Lq != Lk"),
+        """, r"Lq [<>] Lk"),
     "t5_bias_negated": ("t5_bias", """
         def t5_bias(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=32, max_distance=128):
             return -_reference_t5_bias(length_q, length_k, bias_table, bidirectional=bidirectional,
@@ -310,7 +310,7 @@ BLIND_EXPECTED = {
     "learned_detached_rows": r"not connected to weight",
     "learned_in_place_add": r"changed its first argument \(x\) in place",
     "relpos_clamp_upper_2k_plus_1": r"one too high",
-    "relpos_keys_use_length_q": r"Lq != Lk",
+    "relpos_keys_use_length_q": r"Lq [<>] Lk",
     "relpos_int32_result": r"only the dtype differs",
     "shaw_default_scale_sqrt_lk": r"constant factor",
     "shaw_relative_term_from_keys": r"How it goes wrong",

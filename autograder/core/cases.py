@@ -49,7 +49,7 @@ class Case:
     check: Callable[[dict], Verdict]
     id: str = field(default="")
     # What sets this case apart, for telling under which condition a task fails (autograder/core/diagnosis.py):
-    # {"lengths": "Lq != Lk", "dtype": "float64", "Lq": 5, ...}; numbers are sizes an error message may quote.
+    # {"lengths": "Lq > Lk", "dtype": "float64", "Lq": 5, ...}; numbers are sizes an error message may quote.
     features: dict = field(default_factory=dict)
     sizes: dict = field(default_factory=dict)  # {"Lq": 5, "Lk": 9}: to say which size an error message quotes
     scored: bool = True  # False: a probe for the diagnosis only, run with the others but worth no points
@@ -113,8 +113,9 @@ def call_probe(name, args=(), kwargs=None, substitute=None, view=None):
 
 
 def lengths(length_q, length_k):
-    """The feature that tells square cases from the others."""
-    return "Lq == Lk" if length_q == length_k else "Lq != Lk"
+    """The feature that tells the lengths' relation, exactly: Lq < Lk, Lq == Lk or Lq > Lk (a mistake that
+    swaps the lengths often fails one way only, and "Lq != Lk" would say less than the cases show)."""
+    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
 
 
 def size_one(*sizes):

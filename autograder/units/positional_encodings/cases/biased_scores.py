@@ -30,8 +30,8 @@ from solutions import positional_encodings as ref
 NAME = "biased_scores"
 
 HINTS = {
-    ("lengths", "Lq != Lk"): "a length taken from the other argument is the usual reason: the query axis has "
-                             "length_q entries, the key axis length_k",
+    ("lengths", ("Lq < Lk", "Lq > Lk")): "a length taken from the other argument is the usual reason: the query "
+                                         "axis has length_q entries, the key axis length_k",
     ("bias", "bias (Lq, Lk)"): "a bias of shape (Lq, Lk) is added to every batch and head: let it broadcast",
     ("bias", "bias (B, 1, 1, Lk)"): "a bias of shape (B, 1, 1, Lk) (a padding mask) is added along the keys: let it "
                                     "broadcast",
@@ -64,18 +64,12 @@ def _half_tolerance(q, k, bias, used, dtype):
     return 2 * q.shape[-1] * eps * abs(used) * products + 2 * eps * bias + 1e-3
 
 
-def _order(length_q, length_k):
-    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
-
-
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, bias_shape, scale=None, scored=True,
           dtype=torch.float32, by_keyword=False, bias_form=None):
     def randn(*shape):
-        return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
-
-    if dtype == torch.float32:  # drawn as before, so that the hand-written cases stay as they were
-        def randn(*shape):  # noqa: F811
+        if dtype == torch.float32:  # drawn as before, so that the hand-written cases stay as they were
             return torch.randn(*shape, generator=generator)
+        return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
     q, k = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim)
     bias = randn(*bias_shape)
@@ -110,7 +104,7 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, bias_shap
     features = {"lengths": lengths(length_q, length_k), "bias": bias_form or f"bias {shape}",
                 "size 1": size_one(batch, heads, length_q, length_k),
                 "scale": "the default scale" if scale is None else "scale 0.0" if scale == 0 else "an explicit scale",
-                "dtype": f"dtype {str(dtype)[6:]}", "length order": _order(length_q, length_k),
+                "dtype": f"dtype {str(dtype)[6:]}",
                 "passing": "arguments by keyword" if by_keyword else "arguments by position"}
     return Case(test, label, call_probe(NAME, args, kwargs), check, features=features,
                 sizes={"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim}, scored=scored)
@@ -152,7 +146,7 @@ def _from_contract(levels, rng, generator):
         batch, heads = (1 if axis == "B" else batch), (1 if axis == "H" else heads)
         if axis == "L":
             small = 1
-    order = levels["length order"]
+    order = levels["lengths"]
     if order == "Lq == Lk":
         large = small if small == 1 else large
     length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
@@ -168,7 +162,7 @@ def _from_contract(levels, rng, generator):
 CONTRACT = Contract(NAME, (
     Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
     Factor("bias", ("bias (B, H, Lq, Lk)", "bias (1, H, Lq, Lk)", "bias (Lq, Lk)", "bias (B, 1, 1, Lk)")),
-    Factor("length order", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
     Factor("scale", ("the default scale", "an explicit scale", "scale 0.0")),
     Factor("size 1", ("a size of 1", "no size of 1")),
     Factor("passing", ("arguments by position", "arguments by keyword")),

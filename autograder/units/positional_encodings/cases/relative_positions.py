@@ -10,14 +10,14 @@ from solutions import positional_encodings as ref
 NAME = "clipped_relative_positions"
 
 HINTS = {
-    ("lengths", "Lq != Lk"): "a length taken from the other argument is the usual reason: the query axis has "
-                             "length_q entries, the key axis length_k",
+    ("lengths", ("Lq < Lk", "Lq > Lk")): "a length taken from the other argument is the usual reason: the query "
+                                         "axis has length_q entries, the key axis length_k",
     ("clipping", "distances clipped"): "the cases where some |j - i| exceeds k fail: look at the clipping",
     ("clipping", "k = 0"): "with k = 0 every distance is clipped to 0 and the table holds only 0: look for a range or "
                            "a clamp that comes out wrong when k is 0",
-    ("length order", "Lq > Lk"): "only the cases with more queries than keys fail: look at which length makes which "
+    ("lengths", "Lq > Lk"): "only the cases with more queries than keys fail: look at which length makes which "
                                  "axis",
-    ("length order", "Lq < Lk"): "only the cases with more keys than queries fail: look at which length makes which "
+    ("lengths", "Lq < Lk"): "only the cases with more keys than queries fail: look at which length makes which "
                                  "axis",
     ("size 1", "a size of 1"): "the cases with a length of 1 fail: look for a squeeze(), or for an axis that is "
                                "dropped when its length is 1",
@@ -59,8 +59,7 @@ def case(test, length_q, length_k, k, with_device=False, scored=True, k_by_keywo
     clipped = max(length_q, length_k) - 1 > k
     return Case(test, label, call_probe(NAME, args, kwargs), check,
                 features={"lengths": lengths(length_q, length_k),
-                          "clipping": "k = 0" if k == 0 else "distances clipped" if clipped else "no distance beyond k",
-                          "length order": _order(length_q, length_k), "size 1": size_one(length_q, length_k),
+                          "clipping": "k = 0" if k == 0 else "distances clipped" if clipped else "no distance beyond k", "size 1": size_one(length_q, length_k),
                           "passing": ("max_relative_position by keyword" if k_by_keyword
                                       else "max_relative_position by position")},
                 sizes={"length_q": length_q, "length_k": length_k, "k": k, "2k + 1": 2 * k + 1}, scored=scored)
@@ -76,16 +75,12 @@ def meta_case(test, length_q, length_k, k):
                 sizes={"length_q": length_q, "length_k": length_k, "k": k})
 
 
-def _order(length_q, length_k):
-    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
-
-
 # The contract: what the docstring lets vary, each level sent by some case of relative_positions_edge_cases, every
 # pair of levels together in one (autograder/core/contracts.py). The device is checked apart (meta_case).
 def _from_contract(levels, rng, generator):
     # A length of 1 (drawn, not a factor: a factor of its own could not go with Lq == Lk and any clipping, and
     # a level that never meets another confounds them) comes with both unequal orders now and then.
-    order, clipping, one = levels["length order"], levels["clipping"], rng.random() < 1 / 3
+    order, clipping, one = levels["lengths"], levels["clipping"], rng.random() < 1 / 3
     if clipping == "no distance beyond k":  # every |j - i| <= k: both lengths at most k + 1, two of them unequal
         k = rng.randint(2, 4)
         small, large = (1 if one else rng.randint(2, k)), k + 1
@@ -98,7 +93,7 @@ def _from_contract(levels, rng, generator):
 
 
 CONTRACT = Contract(NAME, (
-    Factor("length order", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
     Factor("clipping", ("k = 0", "distances clipped", "no distance beyond k")),
     Factor("passing", ("max_relative_position by position", "max_relative_position by keyword")),
 ), _from_contract)

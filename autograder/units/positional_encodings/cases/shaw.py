@@ -21,8 +21,8 @@ from solutions import positional_encodings as ref
 NAME = "shaw_scores"
 
 HINTS = {
-    ("lengths", "Lq != Lk"): "a length taken from the other argument is the usual reason: the query axis has "
-                             "length_q entries, the key axis length_k",
+    ("lengths", ("Lq < Lk", "Lq > Lk")): "a length taken from the other argument is the usual reason: the query "
+                                         "axis has length_q entries, the key axis length_k",
     ("heads", "several heads"): "with one head it works: look at how the head axis is handled (it must be kept "
                                 "apart from the batch and the positions)",
     ("batch", "batch > 1"): "with one sequence it works: look at how the batch axis is handled",
@@ -131,21 +131,16 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
                 "scale": "the default scale" if scale is None else "scale 0.0" if scale == 0 else "an explicit scale",
                 "clipping": ("k = 0" if k == 0 else "distances clipped" if max(length_q, length_k) - 1 > k
                              else "no distance beyond k"),
-                "length order": _order(length_q, length_k),
                 "passing": "max_relative_position by keyword" if k_by_keyword else "max_relative_position by position"}
     sizes = {"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim, "k": k, "2k + 1": 2 * k + 1}
     return Case(test, label, call_probe(NAME, args, kwargs, substitute=substitute), check,
                 features=features, sizes=sizes, scored=scored)
 
 
-def _order(length_q, length_k):
-    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
-
-
 # The contract: what the docstring lets vary, each level sent by some case of shaw_edge_cases, every pair of levels
 # together in one (autograder/core/contracts.py).
 def _from_contract(levels, rng, generator):
-    order, clipping = levels["length order"], levels["clipping"]
+    order, clipping = levels["lengths"], levels["clipping"]
     k = 0 if clipping == "k = 0" else rng.randint(1, 3)
     if clipping == "no distance beyond k":  # every |j - i| <= k: both lengths at most k + 1
         small, large = rng.randint(1, k), k + 1
@@ -163,7 +158,7 @@ def _from_contract(levels, rng, generator):
 
 CONTRACT = Contract(NAME, (
     Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
-    Factor("length order", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
     Factor("heads", ("one head", "several heads")),
     Factor("batch", ("batch 1", "batch > 1")),
     Factor("scale", ("the default scale", "an explicit scale", "scale 0.0")),

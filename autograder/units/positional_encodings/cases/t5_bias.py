@@ -34,8 +34,8 @@ from solutions import positional_encodings as ref
 NAME = "t5_bias"
 
 HINTS = {
-    ("lengths", "Lq != Lk"): "a length taken from the other argument is the usual reason: the query axis has "
-                             "length_q entries, the key axis length_k",
+    ("lengths", ("Lq < Lk", "Lq > Lk")): "a length taken from the other argument is the usual reason: the query "
+                                         "axis has length_q entries, the key axis length_k",
     ("settings", "settings passed"): "with the default settings it works: look at how bidirectional, num_buckets "
                                      "and max_distance reach t5_relative_position_bucket",
     ("heads", "one head"): "look at how the head axis is made",
@@ -103,22 +103,17 @@ def _case(test, generator, length_q, length_k, heads, bidirectional=True, num_bu
     features = {"lengths": lengths(length_q, length_k), "size 1": size_one(length_q, length_k, heads),
                 "settings": "the default settings" if default else "settings passed",
                 "heads": "one head" if heads == 1 else "several heads", "dtype": f"dtype {str(dtype)[6:]}",
-                "length order": _order(length_q, length_k),
                 "passing": passing or ("settings by keyword" if pass_all else "settings left out")}
     return Case(test, label, call_probe(NAME, args, kwargs, substitute=substitute),
                 check, features=features, scored=scored,
                 sizes={"length_q": length_q, "length_k": length_k, "H": heads, "num_buckets": num_buckets})
 
 
-def _order(length_q, length_k):
-    return "Lq < Lk" if length_q < length_k else "Lq == Lk" if length_q == length_k else "Lq > Lk"
-
-
 # The contract: what the docstring lets vary, each level sent by some case of t5_bias_layout, every pair of levels
 # together in one (autograder/core/contracts.py). The settings are T5's defaults, left out or given by keyword (see
 # the module's docstring).
 def _from_contract(levels, rng, generator):
-    order = levels["length order"]
+    order = levels["lengths"]
     one = rng.random() < 1 / 3  # a length of 1, drawn (not a factor: with Lq == Lk it would make both 1)
     small, large = (1 if one else rng.randint(2, 4)), rng.randint(5, 9)
     length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
@@ -130,7 +125,7 @@ def _from_contract(levels, rng, generator):
 
 CONTRACT = Contract(NAME, (
     Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
-    Factor("length order", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
     Factor("heads", ("one head", "several heads")),
     Factor("passing", ("settings left out", "settings by keyword")),
 ), _from_contract)
