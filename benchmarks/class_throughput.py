@@ -204,7 +204,7 @@ CORRECTNESS_POINTS = sum(test.points for test in CORRECTNESS_TESTS)
 PREFIX = "reference_"  # the reference's functions in the hidden tests, beside the student's of the same name
 LITERAL_MAX = 64  # an integer input of up to this many entries is written out; a larger one is drawn from a seed
 # Tolerances of the plain course's float checks (torch.allclose, its default rtol); integers are compared exactly.
-PLAIN_ATOL = {torch.float32: 1e-4, torch.float64: 1e-8}
+PLAIN_ATOL = {torch.float32: 1e-4, torch.float64: 1e-8, torch.float16: 5e-2, torch.bfloat16: 2e-1}
 
 
 def _without_docstrings(source):
@@ -257,10 +257,14 @@ class _Inputs:
             return self._tensor(value)
         if isinstance(value, dict) and "__dtype__" in value:
             return f"torch.{value['__dtype__']}"
+        if isinstance(value, dict) and "__device__" in value:
+            return f"torch.device({value['__device__']!r})"
         return repr(value)
 
     def _tensor(self, tensor):
         dtype, shape, count = f"torch.{str(tensor.dtype).replace('torch.', '')}", tuple(tensor.shape), tensor.numel()
+        if tensor.is_meta:  # no values: a meta case checks where the output is made
+            return f"torch.empty({shape}, dtype={dtype}, device='meta')"
         if tensor.dtype == torch.int64 and tensor.dim() == 1 and count > 1:
             first = int(tensor[0])
             if torch.equal(tensor, torch.arange(first, first + count)):
@@ -278,7 +282,11 @@ class _Inputs:
 
 
 def _decoded(value):
-    return getattr(torch, value["__dtype__"]) if isinstance(value, dict) and "__dtype__" in value else value
+    if isinstance(value, dict) and "__dtype__" in value:
+        return getattr(torch, value["__dtype__"])
+    if isinstance(value, dict) and "__device__" in value:
+        return torch.device(value["__device__"])
+    return value
 
 
 def _compare(expected, label):
@@ -287,8 +295,11 @@ def _compare(expected, label):
     kind = f"{'an' if dtype[0] in 'aeiou' else 'a'} {dtype} tensor of shape {tuple(expected.shape)}"
     lines = ["assert isinstance(got, torch.Tensor) and got.dtype == expected.dtype and got.shape == expected.shape, "
              + repr(f"{label}: expected {kind}")]
-    if expected.is_floating_point():
-        lines.append(f"assert torch.allclose(got, expected, atol={PLAIN_ATOL[expected.dtype]:g}), "
+    if expected.is_meta:  # shape and dtype are all a meta tensor has
+        lines.append("assert got.device.type == 'meta', " + repr(f"{label}: expected a tensor on the meta device"))
+    elif expected.is_floating_point():
+        rtol = 1e-2 if expected.dtype in (torch.float16, torch.bfloat16) else 1e-5
+        lines.append(f"assert torch.allclose(got, expected, atol={PLAIN_ATOL[expected.dtype]:g}, rtol={rtol:g}), "
                      + repr(f"{label}: wrong values"))
     else:
         lines.append(f"assert torch.equal(got, expected), {repr(f'{label}: wrong values')}")
@@ -318,7 +329,12 @@ def _call_block(case, inputs):
             arguments.append(parameters[position])
         else:
             arguments.append(inputs.code(value))
-    arguments += [f"{key}={inputs.code(value)}" for key, value in probe["kwargs"].items()]
+    for key, value in probe["kwargs"].items():
+        if isinstance(value, torch.Tensor):  # one tensor for both calls, as a positional one
+            lines.append(f"{key} = {inputs.code(value)}")
+            arguments.append(f"{key}={key}")
+        else:
+            arguments.append(f"{key}={inputs.code(value)}")
     call = f"{probe['name']}({', '.join(arguments)})"
     try:  # what the reference does here decides the kind of check
         expected = function(*map(_decoded, probe["args"]), **{key: _decoded(v) for key, v in probe["kwargs"].items()})
