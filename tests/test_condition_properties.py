@@ -61,3 +61,20 @@ def test_a_hint_is_said_for_exactly_the_failing_levels(orders, failing):
     hints = {("lengths", key): "THE HINT", **{("lengths", one): f"ONE OF {one}" for one in ORDERS if len(told) > 1}}
     said = condition(observations, hints=hints)
     assert "THE HINT" in said and "ONE OF" not in said, said
+
+
+def _takes(a, b, *, c=None):
+    return a
+
+
+@given(st.integers(0, 6), st.dictionaries(st.sampled_from(["Lq", "Lk", "H", "max_exact"]), st.integers(0, 8),
+                                           min_size=1))
+def test_a_count_of_arguments_is_never_taken_for_a_size(count, sizes):
+    """Python's own message for a call with the wrong number of arguments quotes counts, not sizes (before: "4 is
+    max_exact in this call" for "takes 1 positional argument but 4 were given")."""
+    try:
+        _takes(*range(count))
+        return
+    except TypeError as error:
+        message = str(error)
+    assert sizes_in_error(message, sizes) == "", message

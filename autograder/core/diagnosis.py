@@ -121,7 +121,10 @@ def _sentence(found, observations, hints):
 def sizes_in_error(message, sizes):
     """"5 is Lq and 9 is Lk in this call" for the numbers of an error message that are one named size; or ""."""
     said = []
-    for number in dict.fromkeys(re.findall(r"(?<![\w.])(\d+)(?![\w.])", message or "")):
+    # Counts of arguments ("takes 1 positional argument but 4 were given") are not sizes: left out.
+    message = re.sub(r"\d+ (?:(?:required |keyword-only )?(?:positional |keyword )?arguments?\b|were given|was given)",
+                     "", message or "")
+    for number in dict.fromkeys(re.findall(r"(?<![\w.])(\d+)(?![\w.])", message)):
         names = [name for name, value in sizes.items() if _numeric(value) and str(value) == number]
         if len(names) == 1:  # the numbers are distinct already (dict.fromkeys)
             said.append((number, names[0]))
