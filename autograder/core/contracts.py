@@ -23,6 +23,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
+import torch
+
 CANDIDATES = 24  # rows tried for each row kept: more covers the pairs in fewer rows, at a little more time
 
 
@@ -66,6 +68,21 @@ class Contract:
 
     def factor(self, name):
         return next(factor for factor in self.factors if factor.name == name)
+
+
+# Factors several tasks share, named as their cases' features name them.
+FLOAT_DTYPES = Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16"))
+LENGTHS = Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk"))
+
+
+def dtype_of(level):
+    """The torch dtype a level of FLOAT_DTYPES names ("dtype bfloat16" -> torch.bfloat16)."""
+    return getattr(torch, level.split()[-1])
+
+
+def lengths_of(level, short, long, equal):
+    """(Lq, Lk) for a level of LENGTHS: the short and the long length in its order, or ``equal`` twice."""
+    return {"Lq < Lk": (short, long), "Lq == Lk": (equal, equal), "Lq > Lk": (long, short)}[level]
 
 
 def _forbidden(contract):

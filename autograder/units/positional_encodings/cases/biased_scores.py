@@ -24,7 +24,8 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, score_factors,
                                    size_one, tensor_check)
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
+                                       lengths_of)
 from solutions import positional_encodings as ref
 
 NAME = "biased_scores"
@@ -149,20 +150,20 @@ def _from_contract(levels, rng, generator):
     order = levels["lengths"]
     if order == "Lq == Lk":
         large = small if small == 1 else large
-    length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
+    length_q, length_k = lengths_of(order, small, large, large)
     bias_shape = {"bias (B, H, Lq, Lk)": (batch, heads, length_q, length_k),
                   "bias (1, H, Lq, Lk)": (1, heads, length_q, length_k), "bias (Lq, Lk)": (length_q, length_k),
                   "bias (B, 1, 1, Lk)": (batch, 1, 1, length_k)}[form]
     scale = {"the default scale": None, "an explicit scale": rng.choice(SCALES), "scale 0.0": 0.0}[levels["scale"]]
     return _case("biased_scores_values", generator, batch, heads, length_q, length_k, rng.choice(HEAD_DIMS),
-                 bias_shape, scale=scale, dtype=getattr(torch, levels["dtype"].split()[-1]),
+                 bias_shape, scale=scale, dtype=dtype_of(levels["dtype"]),
                  by_keyword=levels["passing"] == "arguments by keyword", bias_form=form)
 
 
 CONTRACT = Contract(NAME, (
-    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    FLOAT_DTYPES,
     Factor("bias", ("bias (B, H, Lq, Lk)", "bias (1, H, Lq, Lk)", "bias (Lq, Lk)", "bias (B, 1, 1, Lk)")),
-    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    LENGTHS,
     Factor("scale", ("the default scale", "an explicit scale", "scale 0.0")),
     Factor("size 1", ("a size of 1", "no size of 1")),
     Factor("passing", ("arguments by position", "arguments by keyword")),

@@ -24,7 +24,7 @@ import torch
 
 from autograder.core.cases import Case, Mistake, Verdict, failure_of, raises_check, returned_value, tensor_check
 from autograder.core.compare import mismatch
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import Contract, Factor, contract_cases, dtype_of
 
 NAME = "LearnedPositionalEmbedding"
 
@@ -154,7 +154,7 @@ def _from_contract(levels, rng, generator):
     length = 1 if levels["length"] == "L = 1" else rng.randint(2, 9)
     max_len = length + rng.randint(2, 6)  # above L: the rows from 1 (a known slip) differ, L == max_len is not here
     d_model = rng.randint(2, 8)
-    dtype = getattr(torch, levels["dtype"].split()[-1])
+    dtype = dtype_of(levels["dtype"])
     weight = torch.randn(max_len, d_model, generator=generator)  # the module's own dtype, float32
     if levels["mode"] == "mode 'concat'":
         d = rng.choice([n for n in range(1, 9) if n != d_model])  # a width of its own: the two parts are told apart

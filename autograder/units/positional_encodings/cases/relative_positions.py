@@ -4,7 +4,7 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, lengths,
                                    size_one, tensor_check)
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import Contract, Factor, LENGTHS, contract_cases, lengths_of
 from solutions import positional_encodings as ref
 
 NAME = "clipped_relative_positions"
@@ -87,13 +87,13 @@ def _from_contract(levels, rng, generator):
     else:  # some |j - i| > k (every one but 0, with k = 0)
         k = 0 if clipping == "k = 0" else rng.randint(1, 3)
         small, large = (1 if one else rng.randint(2, 4)), rng.randint(max(k + 2, 5), 9)
-    length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
+    length_q, length_k = lengths_of(order, small, large, large)
     return case("relative_positions_edge_cases", length_q, length_k, k,
                 k_by_keyword=levels["passing"] == "max_relative_position by keyword")
 
 
 CONTRACT = Contract(NAME, (
-    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    LENGTHS,
     Factor("clipping", ("k = 0", "distances clipped", "no distance beyond k")),
     Factor("passing", ("max_relative_position by position", "max_relative_position by keyword")),
 ), _from_contract)

@@ -13,7 +13,8 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
                                      tensor_check)
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
+                                       lengths_of)
 from autograder.units.positional_encodings.cases.relative_positions import distances
 from autograder.units.positional_encodings.job import scrambled_relative_positions
 from solutions import positional_encodings as ref
@@ -146,8 +147,8 @@ def _from_contract(levels, rng, generator):
         small, large = rng.randint(1, k), k + 1
     else:  # some |j - i| > k
         small, large = rng.randint(2, 4), rng.randint(max(k + 2, 5), 9)
-    length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
-    dtype = getattr(torch, levels["dtype"].split()[-1])
+    length_q, length_k = lengths_of(order, small, large, large)
+    dtype = dtype_of(levels["dtype"])
     scale = {"the default scale": None, "an explicit scale": rng.choice([0.25, 0.5, 2.0]), "scale 0.0": 0.0}[
         levels["scale"]]
     return _case("shaw_edge_cases", generator, 1 if levels["batch"] == "batch 1" else 2,
@@ -157,8 +158,8 @@ def _from_contract(levels, rng, generator):
 
 
 CONTRACT = Contract(NAME, (
-    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
-    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    FLOAT_DTYPES,
+    LENGTHS,
     Factor("heads", ("one head", "several heads")),
     Factor("batch", ("batch 1", "batch > 1")),
     Factor("scale", ("the default scale", "an explicit scale", "scale 0.0")),

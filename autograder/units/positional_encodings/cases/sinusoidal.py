@@ -15,7 +15,7 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, dtype_arg,
                                    raises_check, tensor_check)
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import Contract, Factor, contract_cases, dtype_of
 from solutions import positional_encodings as ref
 
 NAME = "sinusoidal_table"
@@ -112,7 +112,7 @@ def _meta_case(test, num_positions, d_model, dtype=torch.float32):
 def _from_contract(levels, rng, generator):
     base = 10000.0 if levels["base"] == "the default base" else float(rng.choice([100, 500, 2500]))
     return _value_case("sinusoidal_edge_cases", rng.randint(20, 200), 2 * rng.randint(2, 16), base=base,
-                       dtype=getattr(torch, levels["dtype"].split()[-1]),
+                       dtype=dtype_of(levels["dtype"]),
                        base_by_keyword=levels["passing"] == "base by keyword")
 
 

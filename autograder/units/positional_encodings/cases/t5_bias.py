@@ -26,7 +26,8 @@ stand-in as a setting, so the table cannot go by keyword either.
 import torch
 
 from autograder.core.cases import Case, Mistake, call_label, call_probe, lengths, size_one, tensor_check
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
+                                       lengths_of)
 from autograder.units.positional_encodings.cases.relative_positions import distances
 from autograder.units.positional_encodings.job import scrambled_buckets
 from solutions import positional_encodings as ref
@@ -116,16 +117,16 @@ def _from_contract(levels, rng, generator):
     order = levels["lengths"]
     one = rng.random() < 1 / 3  # a length of 1, drawn (not a factor: with Lq == Lk it would make both 1)
     small, large = (1 if one else rng.randint(2, 4)), rng.randint(5, 9)
-    length_q, length_k = {"Lq < Lk": (small, large), "Lq == Lk": (large, large), "Lq > Lk": (large, small)}[order]
+    length_q, length_k = lengths_of(order, small, large, large)
     heads = 1 if levels["heads"] == "one head" else rng.randint(2, 4)
     return _case("t5_bias_layout", generator, length_q, length_k, heads,
-                 dtype=getattr(torch, levels["dtype"].split()[-1]), pass_all=levels["passing"] == "settings by keyword",
+                 dtype=dtype_of(levels["dtype"]), pass_all=levels["passing"] == "settings by keyword",
                  passing=levels["passing"])
 
 
 CONTRACT = Contract(NAME, (
-    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
-    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    FLOAT_DTYPES,
+    LENGTHS,
     Factor("heads", ("one head", "several heads")),
     Factor("passing", ("settings left out", "settings by keyword")),
 ), _from_contract)

@@ -24,7 +24,8 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, Verdict, call_label, call_probe, device_check, raises_check, size_one,
                                    tensor_check)
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
+                                       lengths_of)
 from solutions import rotary_alibi as ref
 
 NAME = "alibi_bias"
@@ -137,13 +138,12 @@ def _invalid(slopes):
 
 def _from_contract(levels, rng, generator):
     """A call of alibi_bias_layout at one row of the contract's design."""
-    dtype = getattr(torch, levels["dtype"].split()[-1])
+    dtype = dtype_of(levels["dtype"])
     heads, length_q, length_k = rng.randint(2, 12), rng.randint(2, 30), rng.randint(2, 30)
     while length_q == length_k:
         length_k = rng.randint(2, 30)
     short, long = sorted((length_q, length_k))
-    length_q, length_k = {"Lq < Lk": (short, long), "Lq > Lk": (long, short), "Lq == Lk": (short, short)}[
-        levels["lengths"]]
+    length_q, length_k = lengths_of(levels["lengths"], short, long, short)
     if levels["size 1"] == "a size of 1":  # one head, one query or one key (both where the lengths are equal)
         which = rng.choice(["heads", "query" if levels["lengths"] != "Lq > Lk" else "key"])
         if which == "heads":
@@ -162,8 +162,8 @@ def _from_contract(levels, rng, generator):
 # The contract: what the docstring lets vary, each level sent by some case of alibi_bias_layout, every pair of levels
 # together in one (autograder/core/contracts.py).
 CONTRACT = Contract(NAME, (
-    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
-    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    FLOAT_DTYPES,
+    LENGTHS,
     Factor("causal", ("causal=True", "causal=False")),
     Factor("size 1", ("a size of 1", "no size of 1")),
     Factor("passing", ("arguments by position", "arguments by keyword")),

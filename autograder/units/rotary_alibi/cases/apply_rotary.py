@@ -28,7 +28,7 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, raises_check, size_one,
                                    tensor_check)
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import Contract, FLOAT_DTYPES, Factor, contract_cases, dtype_of
 from autograder.units.rotary_alibi.job import scrambled_angles, scrambled_rotation
 from solutions import rotary_alibi as ref
 
@@ -207,7 +207,7 @@ def _from_contract(levels, rng, generator):
         positions = positions.to(torch.int32)
     base = None if levels["base"] == "the default base" else float(rng.choice([500.0, 1000.0, 50000.0]))
     return _case("apply_rotary_positions", generator, shape, positions=positions, base=base,
-                 interleaved=levels["layout"] == "interleaved=True", dtype=getattr(torch, levels["dtype"].split()[-1]),
+                 interleaved=levels["layout"] == "interleaved=True", dtype=dtype_of(levels["dtype"]),
                  base_by_keyword=levels["base"] == "base by keyword")
 
 
@@ -215,7 +215,7 @@ def _from_contract(levels, rng, generator):
 # levels together in one (autograder/core/contracts.py). Positions per sequence are a level of "leading": x of
 # shape (L, dh) has no sequence of its own to give them to, and an excluded pair would confound the two factors.
 CONTRACT = Contract(NAME, (
-    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    FLOAT_DTYPES,
     Factor("leading", ("x of shape (L, dh)", "one leading axis (B, L, dh)", "leading axes (B, H)",
                        "positions per sequence (B, 1, L)")),
     Factor("layout", ("interleaved=True", "interleaved=False")),

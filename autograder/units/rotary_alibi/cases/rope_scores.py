@@ -35,7 +35,8 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, score_factors, size_one,
                                      tensor_check)
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
+                                       lengths_of)
 from autograder.units.rotary_alibi.cases.apply_rotary import _rotate
 from solutions import rotary_alibi as ref
 
@@ -241,8 +242,7 @@ def _from_contract(levels, rng, generator):
     """A call of rope_scores_positions at one row of the contract's design."""
     batch, heads, head_dim = rng.randint(2, 3), rng.randint(2, 3), 2 * rng.randint(2, 8)
     short, long = sorted(rng.sample(range(2, 13), 2))
-    length_q, length_k = {"Lq < Lk": (short, long), "Lq > Lk": (long, short), "Lq == Lk": (short, short)}[
-        levels["lengths"]]
+    length_q, length_k = lengths_of(levels["lengths"], short, long, short)
     if levels["size 1"] == "a size of 1":  # one sequence, one head, one query or one key
         which = rng.choice(["B", "H", "query" if levels["lengths"] != "Lq > Lk" else "key"])
         if which == "B":
@@ -272,7 +272,7 @@ def _from_contract(levels, rng, generator):
     base = None if levels["base"] == "the default base" else float(rng.choice([500.0, 1000.0, 50000.0]))
     return _case("rope_scores_positions", generator, batch, heads, length_q, length_k, head_dim,
                  positions_q=positions_q, positions_k=positions_k, interleaved=levels["layout"] == "interleaved=True",
-                 scale=scale, dtype=getattr(torch, levels["dtype"].split()[-1]), base=base,
+                 scale=scale, dtype=dtype_of(levels["dtype"]), base=base,
                  by_keyword=levels["passing"] == "q and k by keyword")
 
 
@@ -282,8 +282,8 @@ def _from_contract(levels, rng, generator):
 CONTRACT = Contract(NAME, (
     Factor("positions", ("default positions", "positions_q given", "positions_k given", "positions given",
                          "float positions given")),
-    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
-    Factor("lengths", ("Lq < Lk", "Lq == Lk", "Lq > Lk")),
+    FLOAT_DTYPES,
+    LENGTHS,
     Factor("layout", ("interleaved=True", "interleaved=False")),
     Factor("scale", ("the default scale", "an explicit scale", "scale 0.0")),
     Factor("base", ("the default base", "base passed")),

@@ -8,7 +8,7 @@ the position: 1e-5 + 2e-7 * |t| (at t = 10^5 that is 0.02, still far below what 
 import torch
 
 from autograder.core.cases import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
-from autograder.core.contracts import Contract, Factor, contract_cases
+from autograder.core.contracts import Contract, FLOAT_DTYPES, Factor, contract_cases, dtype_of
 from solutions import rotary_alibi as ref
 
 NAME = "rotary_angles"
@@ -99,7 +99,7 @@ def _from_contract(levels, rng, generator):
     positions = positions.to(kind)
     head_dim = 2 if levels["head_dim"] == "head_dim 2" else 2 * rng.randint(2, 16)
     base = None if levels["base"] == "the default base" else float(rng.choice([500.0, 1000.0, 50000.0]))
-    dtype = getattr(torch, levels["dtype"].split()[-1])
+    dtype = dtype_of(levels["dtype"])
     return _case("rotary_angles_edge_cases", positions, head_dim, base=base,
                  dtype=None if dtype == torch.float32 and rng.random() < 0.5 else dtype,
                  base_by_keyword=levels["base"] == "base by keyword")
@@ -110,7 +110,7 @@ def _from_contract(levels, rng, generator):
 CONTRACT = Contract(NAME, (
     Factor("positions dtype", ("int64 positions", "int32 positions", "float32 positions", "float64 positions")),
     Factor("shape", ("a scalar", "a line", "a grid")),
-    Factor("dtype", ("dtype float32", "dtype float64", "dtype float16", "dtype bfloat16")),
+    FLOAT_DTYPES,
     Factor("base", ("the default base", "base passed", "base by keyword")),
     Factor("head_dim", ("head_dim 2", "head_dim > 2")),
 ), _from_contract)
