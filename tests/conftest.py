@@ -118,6 +118,13 @@ def by_test(result):
     return {test.id: test for test in result.tests}
 
 
+def graded_with(grader, unit, fragment, folder):
+    """``unit``'s reference (markers removed) with ``fragment`` appended, graded by ``grader``: {test id: result}."""
+    path = Path(folder) / f"{unit.module_name}.py"
+    path.write_text(strip_markers(unit.reference_path.read_text(encoding="utf-8")) + fragment)
+    return by_test(grader.grade(path))
+
+
 def task_scores(result):
     from autograder.units.positional_encodings import rubric
 

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from autograder.core import units
 from autograder.core.cases import changed_inputs
-from autograder.course.build import ROOT, strip_markers
+from autograder.course.build import ROOT
 from autograder.sandbox import protocol
 
 sys.path.insert(0, str(ROOT / "autograder" / "sandbox"))
-from conftest import by_test, correctness_grader  # noqa: E402
+from conftest import correctness_grader, graded_with  # noqa: E402
 import worker  # noqa: E402  (the job's side, as the sandbox runs it: a file of its own)
 
 ROTARY = units.get("rotary_alibi")
@@ -155,9 +155,7 @@ def rotary_grader():
 
 
 def test_a_keyword_argument_changed_in_place_costs_its_test_with_a_message_naming_it(rotary_grader, tmp_path):
-    path = tmp_path / "rotary_alibi.py"
-    path.write_text(strip_markers(ROTARY.reference_path.read_text(encoding="utf-8")) + POSITIONS_Q_ADVANCED)
-    by_id = by_test(rotary_grader.grade(path))
+    by_id = graded_with(rotary_grader, ROTARY, POSITIONS_Q_ADVANCED, tmp_path)
     charged = by_id["rope_scores_positions"]
     assert charged.score == 0, charged.output
     assert re.search(r"changed its keyword argument positions_q in place", charged.output), charged.output

@@ -13,12 +13,12 @@ import torch
 
 from autograder.core import units
 from autograder.core.cases import Returned, build_cases, device_arg, device_check
-from autograder.course.build import ROOT, strip_markers
+from autograder.course.build import ROOT
 from autograder.sandbox import protocol
 from solutions import positional_encodings, rotary_alibi
 
 sys.path.insert(0, str(ROOT / "autograder" / "sandbox"))
-from conftest import by_test, correctness_grader  # noqa: E402
+from conftest import correctness_grader, graded_with  # noqa: E402
 import worker  # noqa: E402  (the job's side, as the sandbox runs it: a file of its own)
 
 FIRST = units.get("positional_encodings")
@@ -132,9 +132,7 @@ def first_grader():
 
 
 def test_a_sinusoidal_table_that_ignores_device_loses_its_edge_cases_test(first_grader, tmp_path):
-    path = tmp_path / "positional_encodings.py"
-    path.write_text(strip_markers(FIRST.reference_path.read_text(encoding="utf-8")) + SINUSOIDAL_ON_THE_CPU)
-    by_id = by_test(first_grader.grade(path))
+    by_id = graded_with(first_grader, FIRST, SINUSOIDAL_ON_THE_CPU, tmp_path)
     edge = by_id["sinusoidal_edge_cases"]
     assert edge.score == 0, edge.output
     assert "returned a tensor on cpu, expected meta: build new tensors on the device asked for, device=" \
