@@ -595,8 +595,8 @@ def shaw_scores(q, k):
 
 
 def test_the_words_for_a_loop_do_not_say_positions_when_it_may_run_over_heads(tmp_path, monkeypatch):
-    """alibi_bias with a loop over its heads: a finding (its count comes from the inputs), said without calling it
-    a loop over positions."""
+    """alibi_bias with a loop over its heads: a finding of the text (its count comes from the inputs), said without
+    calling it a loop over positions; counted, it is not one (tests/test_loop_count.py)."""
     from autograder.core.timing import LOOP_ADVICE
 
     source = '''
@@ -608,7 +608,8 @@ def alibi_bias(length_q, length_k, slopes, *, causal=True):
     return torch.stack(rows).unsqueeze(0)
 '''
     assert [item.split(":")[0] for item in loops_in(source, ["alibi_bias"])] == ["alibi_bias, line 3"]
-    assert "over positions" not in LOOP_ADVICE and "heads" in LOOP_ADVICE
+    # Said only once a count has found a loop over positions, the advice says which loops are fine.
+    assert "over the heads" in LOOP_ADVICE and "timed like any other code" in LOOP_ADVICE
     (tmp_path / "heads_loop.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     import heads_loop
@@ -616,3 +617,4 @@ def alibi_bias(length_q, length_k, slopes, *, causal=True):
     with pytest.raises(AssertionError) as error:
         assert_no_loops(heads_loop.alibi_bias)
     assert "has a Python loop" in str(error.value) and "over positions" not in str(error.value), str(error.value)
+    assert_no_loops(heads_loop.alibi_bias, inputs=lambda length: (length, length, torch.rand(3)))

@@ -63,22 +63,141 @@ def loops_in(sources, names):
     return [text for _, text in _loop_findings(sources, names)]
 
 
-def assert_no_loops(function):
-    """Fail when ``function`` (or anything of its module that it reaches) has a Python loop in it."""
+def assert_no_loops(function, inputs=None):
+    """Fail when ``function`` (or anything of its module that it reaches) has a Python loop over positions in it.
+
+    The text is read first: a loop whose count is written in it (over ``(q, k)``, a small constant ``range``) is
+    fine, and so is every other loop once it is counted. ``inputs(L)`` gives the arguments of one call at sequence
+    length L, as a tuple; the call is then run at each of ``COUNT_LENGTHS``, counting the lines your code runs
+    and the tensor operations (``counted``), as the grader's timing tier does: a loop whose count stays the same
+    at every length (over the heads, say) passes, one whose count changes with the length runs over positions and
+    fails. Without ``inputs`` any such loop fails: the text alone cannot say what it runs over.
+    """
     name = _bound_name(function)
     sources = _sources_of(function)
     if sources is None:
         raise AssertionError(f"{name} cannot be checked for loops: its source text cannot be found."
                              "\nLikely cause: it was made from text (exec) or elsewhere; define it with def.")
     found = _loop_findings(sources, [name])
+    if found and all(kind != "refused" for kind, _ in found) and inputs is not None:
+        counts = []
+        function(*inputs(COUNT_LENGTHS[0]))  # once, uncounted: what it does on its first call alone is not counted
+        for length in COUNT_LENGTHS:
+            arguments = inputs(length)
+            _, count, intact = count_in_process(lambda: function(*arguments), student_code)
+            if not intact:
+                raise AssertionError(f"{name}: its count of steps was interfered with (the trace function, or the "
+                                     "tracing of a frame, changed while it ran)")
+            counts.append((length, count))
+            if count_changes(counts):
+                raise AssertionError(
+                    f"{name} has a Python loop over positions: " + "; ".join(text for _, text in found)
+                    + f"\nCounted in one call at each sequence length (lines of your code run, and tensor "
+                    f"operations): {counts_words(counts)}; the count changes with the length.\nLikely cause: a "
+                    "loop over positions (rows, keys, chunks of them); use tensor operations (broadcasting, gather).")
+        return
     if any(kind != "refused" for kind, _ in found):
         raise AssertionError(f"{name} has a Python loop: " + "; ".join(text for _, text in found)
-                             + "\nLikely cause: a loop whose count comes from the inputs (positions, heads, rows): the check "
-                             "reads the text and cannot tell how many times it runs; use tensor operations "
-                             "(broadcasting, gather).")
+                             + "\nLikely cause: a loop whose count comes from the inputs (positions, heads, rows): the "
+                             "check reads the text and cannot tell what it runs over; use tensor operations "
+                             "(broadcasting, gather), or give the check ``inputs`` to count it.")
     if found:
         raise AssertionError(f"{name} cannot be checked for loops: " + "; ".join(text for _, text in found)
                              + "\nLikely cause: it is made in a way the check cannot read; define it with def.")
+
+
+# What a loop runs over, counted (the timing tier's rule, autograder/core/timing.py's ``count_loops``). The static
+# check finds every loop in the text but cannot tell what it runs over: ``for h in range(slopes.shape[0])`` runs once
+# per head, ``for i in range(q.shape[-2])`` once per query position. So a path with loops (and nothing the check
+# cannot read) is run once at each of several sequence lengths, with the batch, the heads and the head size fixed,
+# and each call's steps are counted: every line the submission's own code runs and every call of one of its
+# functions (a ``for`` or a comprehension runs a line per trip, a recursion a call per level), and every tensor
+# operation of torch, from wherever it is called (``map(torch.roll, ...)`` runs no line of the submission per trip,
+# but an operation). A count that stays the same at every length is a fixed amount of Python work per call, whatever
+# the length (a loop over the heads, the two layouts, a few feature pairs): no loop over positions. One that changes
+# with the length is one (in chunks, over pairs, or at some lengths only, included).
+#
+# Not counted: iteration inside C code that runs neither a line of the submission nor a torch operation per trip
+# (``sum(range(L))``, ``list(map(abs, ...))``): its cost is the interpreter's, which the timing bands judge.
+#
+# In the grader the count runs in the student's timing job, so its honesty rests on the static check first: it is
+# made only for a path with no binding the check cannot follow (no trace function, frame, torch.overrides or exec),
+# and a count whose trace function was changed, or one of whose frames stopped being traced, is refused. The job runs
+# ``counted`` from a dictionary of its own (its source is sent with the job's code), with the functions it needs
+# taken before any submitted code ran; so it imports nothing.
+COUNT_LENGTHS = (16, 32, 64, 128, 256)  # the self-checks' lengths; the grader's are TIMING_COUNT_LENGTHS
+
+
+def counted(call, mine, settrace, gettrace, mode_class):
+    """Run ``call()`` once, counting its steps: returns (its value, Python steps, torch operations, intact).
+
+    ``mine(filename)`` says whether code of that file is the submission's own: its function calls and lines are
+    the Python steps. Every torch function that runs while ``call`` does is an operation (a mode of
+    ``mode_class``, torch's TorchFunctionMode, sees each one however it is called). ``intact`` is False when the
+    trace function was not the counter's own once ``call`` returned, or when a frame of the submission's stopped
+    being traced before it returned (its ``f_trace`` changed): the count cannot be trusted then.
+    """
+    steps = [0, 0]
+    frames = [0, 0]  # the submission's frames entered (a call, or a generator resumed), and those seen leaving
+
+    def line(frame, event, argument):
+        if event == "line":
+            steps[0] += 1
+        elif event == "return":
+            frames[1] += 1
+        return line
+
+    def tracer(frame, event, argument):
+        if mine(frame.f_code.co_filename):
+            steps[0] += 1  # the call
+            frames[0] += 1
+            return line
+        return None  # a library's own Python code: its work is the operations it runs
+
+    class Counting(mode_class):
+        def __torch_function__(self, function, types, arguments=(), keywords=None):
+            steps[1] += 1
+            return function(*arguments, **(keywords or {}))
+
+    counting, previous = Counting(), gettrace()
+    settrace(tracer)
+    try:
+        with counting:
+            value = call()
+    finally:
+        intact = gettrace() is tracer
+        settrace(previous)
+    return value, steps[0], steps[1], intact and frames[0] == frames[1]
+
+
+def count_changes(counts):
+    """The first (length, count) whose count differs from the count at the first length, or None: ``counts`` is
+    [(length, count)] in the order of growing lengths."""
+    return next(((length, count) for length, count in counts[1:] if count != counts[0][1]), None)
+
+
+def counts_words(counts):
+    """The counts as the feedback states them: 'L = 16: 40; L = 32: 72'."""
+    return "; ".join(f"L = {length}: {count}" for length, count in counts)
+
+
+def student_code(filename):
+    """Whether code of ``filename`` is the student's own, in their process (a notebook's kernel, a self-check): any
+    file but the installed libraries' and the standard library's, and this check's own."""
+    import sysconfig
+
+    libraries = tuple({path for key, path in sysconfig.get_paths().items() if key in (
+        "stdlib", "platstdlib", "purelib", "platlib")} | {__file__})
+    return not filename.startswith(libraries) and not filename.startswith("<frozen")
+
+
+def count_in_process(call, mine):
+    """``counted`` in this process, which runs no audit hook: (value, Python steps and torch operations together,
+    intact). It imports torch, for its TorchFunctionMode."""
+    from torch.overrides import TorchFunctionMode
+
+    value, python_steps, operations, intact = counted(call, mine, sys.settrace, sys.gettrace, TorchFunctionMode)
+    return value, python_steps + operations, intact
 
 
 def _bound_name(function):
@@ -238,6 +357,11 @@ _REFUSED_PATHS = {  # modules, and attributes of modules, by dotted path
     "threading.settrace": "runs code on every call (threading.settrace)",
     "threading.setprofile": "runs code on every call (threading.setprofile)",
     "sys.breakpointhook": "calls a hook that the environment names (sys.breakpointhook)",
+    # What the timing tier's count of a path's steps stands on (``counted``): the trace function and torch's modes.
+    "sys.gettrace": "reads the trace function (sys.gettrace)",
+    "sys.getprofile": "reads the profile function (sys.getprofile)",
+    "sys.monitoring": "runs code on every call (sys.monitoring)",
+    "torch.overrides": "changes how torch runs its operations (torch.overrides)",
     # The standard library's other ways of running text as code, loading code, or fetching a name that is not
     # written out.
     "inspect": "reaches code and names through inspect",
@@ -288,6 +412,14 @@ _REFUSED_ATTRIBUTES = {  # whatever they are an attribute of
     "f_globals": "reaches names through a frame (f_globals)",
     "f_locals": "reaches names through a frame (f_locals)",
     "f_builtins": "reaches names through a frame (f_builtins)",
+    "f_back": "reaches another function's frame (f_back)",
+    "tb_frame": "reaches a function's frame through a traceback (tb_frame)",
+    "gi_frame": "reaches a generator's frame (gi_frame)",
+    "cr_frame": "reaches a coroutine's frame (cr_frame)",
+    "ag_frame": "reaches a generator's frame (ag_frame)",
+    "f_trace": "changes how a frame is traced (f_trace)",
+    "f_trace_lines": "changes how a frame is traced (f_trace_lines)",
+    "f_trace_opcodes": "changes how a frame is traced (f_trace_opcodes)",
 }
 # Called with code, not text, these are fine: a statement that is a lambda. Any other use runs text as code.
 _TEXT_OR_CODE = {"timeit.timeit": ("stmt", "setup"), "timeit.repeat": ("stmt", "setup"),

@@ -5,8 +5,11 @@ called and its inputs drawn, in its job.py). A path is timed only when
 the correctness tests of its own tasks pass (a wrong helper is replaced by the
 grader's stand-in for the timing, in both jobs: it has cost its own task's
 points already), and gets no points when its functions, the helper's
-included, hold a Python loop (a static check of the source, reported on its
-own line).
+included, hold a Python loop over positions: a static check of the source finds
+every loop (and refuses what it cannot read), and a path with loops is run at
+growing sequence lengths with its steps counted, so that a loop whose count does
+not change with the length (over heads, over (q, k)) is timed like any other code
+(``count_loops``; loop_check.py says how it counts). Both are reported on lines of their own.
 
 The rubric's rule for a path that computes the wrong thing (one of the ``requires`` tasks fails a value test):
 its timing points are withheld, and the timing row says so, with the figure, as a charge of its own. The path is
@@ -44,6 +47,7 @@ path, the rest stays the student's, so a stand-in keeps the timing about their c
 """
 
 import contextlib
+import inspect
 import json
 import os
 import random
@@ -59,7 +63,8 @@ import torch
 
 from autograder.sandbox import limits as _limits, protocol
 from autograder.core import units
-from autograder.core.loop_check import findings, refuse_imports_of
+from autograder.core import loop_check
+from autograder.core.loop_check import count_changes, counts_words, findings, refuse_imports_of
 from autograder.intake.inert import inert
 from autograder.sandbox.server import JOB_USERS, ServerFailed, frame, send_all, tail
 
@@ -108,6 +113,8 @@ class ReferenceFailed(RuntimeError):
     """The reference's job failed: a fault of the grader's, never charged to the student (see ``grade_tier``)."""
 
 
+# The counter of a path's steps, as the timing job runs it (see ``count_loops``): its text, sent with the job's code.
+COUNTER_CODE = inspect.getsource(loop_check.counted)
 REPLY_BYTES = 1 << 20  # the longest reply line kept; a job that sends more breaks the protocol
 
 
@@ -125,7 +132,8 @@ class ServeChild:
         self.job = server.spawn({"mode": "serve", "traceable": True, "scratch_bytes": limits.scratch_bytes},
                                 self.output.fileno(), self.output.fileno(), limits=limits.for_job())
         header = json.dumps({"filename": filename, "chunks": chunks, "limits": child_limits,
-                             "module": unit.module_name, "unit_code": unit.job_source}).encode()
+                             "module": unit.module_name, "unit_code": unit.job_source,
+                             "counter_code": COUNTER_CODE}).encode()
         self._commands, self._replies = self.job.input, self.job.output
         self._buffer = b""
         if not send_all(self._commands, frame(b"S", header)):  # no code of the submission has run yet
@@ -698,14 +706,64 @@ def withheld_words(rubric, path, test, failing):
             "passes, the path is timed.")
 
 
-# Said under a loop finding. The check reads the text only: it cannot tell how many times a loop whose count
-# comes from the inputs runs (over positions, over heads), so any such loop costs the points; a loop over a
-# literal tuple or list, or over a small constant range, has a count fixed in the text and is left out.
-LOOP_ADVICE = ("A Python loop in the score path gets no timing points, whatever its time and whatever it runs over "
-               "(positions, heads, rows): the check reads your code without running it and cannot tell how many "
-               "times a loop whose count comes from the inputs runs. Use tensor operations (broadcasting, gather, "
-               "indexing with a tensor of indices); a loop over a literal tuple such as (q, k), or over a small "
-               "constant range, is left out.")
+# Said under a loop over positions. The static check finds every loop in the text; what a loop runs over is
+# measured: the path is run at growing lengths and its steps counted (autograder/core/loop_check.py, ``counted``).
+LOOP_ADVICE = ("A Python loop over positions gets no timing points, whatever its time: the grader runs the score path "
+               "at growing sequence lengths and counts, in each call, the lines your code runs and the tensor "
+               "operations; a count that changes with the length is a loop over positions. Use tensor operations "
+               "(broadcasting, gather, indexing with a tensor of indices). A loop whose count stays the same as the "
+               "length grows (over the heads, over (q, k), over a few settings) is timed like any other code.")
+
+
+def count_spec(rubric, path, stand_ins=None):
+    """The timing job's spec for counting ``path``'s steps: the CPU sizes with one batch, up to the longest of
+    ``TIMING_COUNT_LENGTHS`` (each count names its own length)."""
+    sizes = rubric.TIMING_SIZES["cpu"]
+    spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
+            "warmup": 0, "batch": 1, "heads": sizes["heads"], "length": max(rubric.TIMING_COUNT_LENGTHS),
+            "head_dim": sizes["head_dim"]}
+    if stand_ins:
+        spec["stand_ins"] = dict(stand_ins)
+    return spec
+
+
+def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None):
+    """A path whose static check found loops (``loops``) and nothing it cannot read, run in the student's job at
+    each of ``TIMING_COUNT_LENGTHS`` with its steps counted (``loop_check.counted``). Returns None when the count
+    stays the same at every length (the path is then timed), else the summary of a path that gets no timing points; the
+    counts go to ``lines``. Raises ChildFailed when the job fails a count."""
+    rng = rng or random.SystemRandom()
+    spec = count_spec(rubric, path, stand_ins)
+    reply, _ = student.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
+    if "error" in reply:
+        raise ChildFailed(f"it raised {_error_text(reply)} on the inputs of the count of its steps "
+                          f"({_describe(spec)})")
+    counts = []
+    # The first call is counted and set aside: what a path does once (a table built, a module imported) is not a
+    # step of each call. Then one call at each length.
+    lengths = (rubric.TIMING_COUNT_LENGTHS[0],) + tuple(rubric.TIMING_COUNT_LENGTHS)
+    for number, length in enumerate(lengths):
+        reply, _ = student.request({"command": "count", "seed": rng.getrandbits(48), "length": length}, SETUP_SECONDS)
+        if "error" in reply:
+            raise ChildFailed(f"it raised {_error_text(reply)} while its steps were counted at L = {length}")
+        if not reply["intact"]:
+            lines.append(f"Counted at L = {length}: the count was interfered with (the trace function that counts, "
+                         "or the tracing of one of your frames, changed while the path ran), so it cannot be "
+                         "trusted.")
+            return "No points: the count of the score path's steps was interfered with."
+        if number == 0:
+            continue
+        counts.append((length, reply["steps"] + reply["operations"]))
+        if count_changes(counts):
+            lines.append(f"Counted in one call at each sequence length (lines of your code run, and tensor "
+                         f"operations): {counts_words(counts)}. The count changes with the length: the loop "
+                         "runs over positions.")
+            lines.append(LOOP_ADVICE)
+            return f"No points: a Python loop over positions ({loops[0]})."
+    lines.append(f"Counted in one call at each sequence length (lines of your code run, and tensor operations): "
+                 f"{counts[0][1]} at every length from L = {counts[0][0]} to {counts[-1][0]}. The loop's count does "
+                 "not change with the length: it is not a loop over positions, and the path is timed.")
+    return None
 
 
 def grade_tier(unit, submission, passed, mode, references, machine, limits, server):
@@ -729,17 +787,17 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
             graded.append((test, 0, [withheld_words(rubric, path, test, failing)]))
             continue
         found = static_check(submission.chunks, path, unit)
-        if found:
-            loops = [text for kind, text in found if kind != "refused"]
+        refused = [text for kind, text in found if kind == "refused"]
+        loops = [text for kind, text in found if kind != "refused"]
+        if refused:
             graded.append((test, 0, [
-                f"No points: a Python loop in the score path ({loops[0]})." if loops else
-                f"No points: the static check cannot read how the score path is made ({found[0][1]}).",
+                f"No points: the static check cannot read how the score path is made ({refused[0]}).",
                 "Static check: " + "; ".join(text for _, text in found),
-                LOOP_ADVICE if loops else
                 "The timing tier times only a path it can check for loops: define its functions with def, "
                 "call them by their names, and leave exec, globals() and the like out of the submission."]))
             continue
-        lines = [f"Static check: no Python loop in {', '.join(path.functions)}."]
+        lines = [f"Static check: Python loops in the score path ({'; '.join(loops)}); what they run over is "
+                 "counted below." if loops else f"Static check: no Python loop in {', '.join(path.functions)}."]
         stand_ins = {}
         for task, helper, stand_in in path.helpers:
             wrong = [t.id for t in value_tests(rubric, (task,)) if t.id not in passed]
@@ -754,13 +812,13 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
             graded.append((test, 1.0 if given else 0.0, lines))
             continue
         graded.append(None)
-        timed.append((len(graded) - 1, path, test, lines, stand_ins))
+        timed.append((len(graded) - 1, path, test, lines, stand_ins, loops))
     if timed:
         budget, budgeted = TierBudget(_limits.TIMING_TIER_SECONDS, _limits.TIMING_TIER_FACTOR), []
         with machine.exclusive() if machine is not None else contextlib.nullcontext():
             student = None
             try:
-                for at, path, test, lines, stand_ins in timed:
+                for at, path, test, lines, stand_ins, loops in timed:
                     if budget.left() <= 0:  # spent on an earlier path: this one is not started
                         graded[at] = (test, 0.0, [f"No points: {budget.spent_words()}."] + lines)
                         continue
@@ -777,7 +835,8 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
                             student.budget = reference.budget = budget
                             budgeted.append(reference)
                             told = list(lines)
-                            fraction, summary = _time_path(rubric, path, device, student, reference, told, stand_ins)
+                            fraction, summary = _time_path(rubric, path, device, student, reference, told, stand_ins,
+                                                           loops)
                             break
                         except (ReferenceFailed, ServerFailed):
                             # The grader's fault (its reference job failed, or the machine could not start a
@@ -801,8 +860,17 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
 PATH_ATTEMPTS = 3  # a path whose timing failed through the grader's fault is timed again this many times at most
 
 
-def _time_path(rubric, path, device, student, reference, lines, stand_ins=None):
-    """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary)."""
+def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, loops=()):
+    """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary). A path with
+    ``loops`` has its steps counted first (``count_loops``): one that loops over positions is not timed."""
+    if loops:
+        try:
+            verdict = count_loops(rubric, path, student, loops, lines, stand_ins)
+        except ChildFailed as error:
+            lines.append(f"Count of the path's steps: not made: {error}.")
+            return 0.0, f"No points: {error}."
+        if verdict:
+            return 0.0, verdict
     sizes = rubric.TIMING_SIZES[device]
     fractions, summaries = [], []
     for dtype in sizes["dtypes"]:

@@ -257,6 +257,7 @@ LOADED = record({"errors": list_of(LOAD_ERROR, 10000), "defined": list_of(text(4
 TIMING_REPLIES = {
     "setup": one_of(record({"ok": boolean}), record({"error": ERROR})),
     "call": one_of(record({"done": integer, "cuda_baseline": null_or(integer)}), record({"error": ERROR})),
+    "count": one_of(record({"steps": integer, "operations": integer, "intact": boolean}), record({"error": ERROR})),
     "sample": one_of(record({"values": list_of(number, 1 << 16), "shape": list_of(integer, MAX_DIMENSIONS),
                              "dtype": text(40), "device": text(64), "cuda_peak": null_or(integer)}),
                      record({"value": VALUE}), record({"error": ERROR})),

@@ -45,6 +45,7 @@ import types
 
 import numpy
 import torch
+import torch.overrides
 
 # The worker's own builtins: a submission that replaces one (builtins.isinstance = ...) changes them for its
 # own code, not for the worker's. Taken when the fork server starts, before any job.
@@ -425,6 +426,7 @@ _TB = torch._C.TensorBase
 _DEVICE, _NEW_TENSOR, _LONG, _FLOAT64 = torch.device, torch.tensor, torch.long, torch.float64
 _DTYPES = {name: getattr(torch, name) for name in ("float32", "float64", "float16", "bfloat16")}
 _EQUAL = torch.equal  # taken before any submitted code runs, which may replace torch.equal
+_SETTRACE, _GETTRACE, _FUNCTION_MODE = sys.settrace, sys.gettrace, torch.overrides.TorchFunctionMode
 _QUALNAME = type.__dict__["__qualname__"].__get__  # type's own, not one a metaclass replaced
 STEP_THREADS_SECONDS = 2.0  # how long a step's end waits for threads the submission started to end
 
@@ -451,6 +453,9 @@ def _audit(event, args):
     thread but the main one, which runs no submitted code. It calls no method of what it is given."""
     if _THREAD_ID() == _MAIN[0]:
         return
+    if event == "sys.settrace" and _TRACE_GRANTS[0] > 0:
+        _TRACE_GRANTS[0] -= 1  # the counter's own trace function, set and taken away in a count step
+        return
     if event in _REFUSED_EVENTS:
         raise _refused(event)
     if event == "open" or event == "os.chdir":
@@ -470,6 +475,9 @@ def _audit(event, args):
 
 
 _MAIN = [None]  # the main thread's id in the job
+# How many sys.settrace calls the audit hook lets through outside the main thread: two for each count step (the
+# counter sets its trace function before the path runs and takes it away after), none at any other time.
+_TRACE_GRANTS = [0]
 
 
 # The code of each step's thread. Its globals are a dictionary of its own: nothing in it leads to the worker.
@@ -590,6 +598,17 @@ def setup(torch, unit, namespace, spec, pool_size):
 def call(unit, spec, seed, pool, path, dtype):
     inputs = unit.timing_inputs(spec, Draw(pool, seed, spec["device"], dtype))
     return path(*inputs), inputs
+
+
+def count(unit, spec, seed, pool, path, dtype, labels, settrace, gettrace, mode_class):
+    """One call of the path, its steps counted (autograder/core/loop_check.py, ``counted``): ((Python steps, torch
+    operations, intact), inputs). The inputs are drawn before the count starts."""
+    inputs = unit.timing_inputs(spec, Draw(pool, seed, spec["device"], dtype))
+    # counted: autograder/core/loop_check.py's, written into this dictionary from the job's header (serve jobs)
+    _, python_steps, operations, intact = counted(lambda: path(*inputs), labels.__contains__, settrace, gettrace,
+                                                  mode_class)
+    return (python_steps, operations, intact), inputs
+
 '''
 _SANDBOX = {"__builtins__": builtins, "__name__": "the timing job's steps"}
 exec(compile(_SANDBOX_SOURCE, "<the timing job's steps>", "exec"), _SANDBOX)
@@ -789,6 +808,27 @@ def _serve_one(command, state):
         state["last"] = output
         state["keep"].append(inputs)
         return {"done": command["nonce"], "cuda_baseline": baseline}
+    if kind == "count":
+        # One call of the path at the grader's length, its steps counted (autograder/core/loop_check.py, ``counted``);
+        # the output is not kept. The audit hook lets the counter's trace function through, and only it.
+        if "path" not in state:
+            return {"error": {"type": "RuntimeError", "mro": [], "message": "count before setup", "where": ""}}
+        call_spec = dict(state["spec"])
+        call_spec["length"] = command.get("length", call_spec["length"])
+        _TRACE_GRANTS[0] = 2
+        try:
+            counts, inputs = _pair(_step(_SANDBOX["count"], (state["unit"], call_spec, command["seed"], state["pool"],
+                                                        state["path"], _DTYPES[call_spec["dtype"]], state["labels"],
+                                                        _SETTRACE, _GETTRACE, _FUNCTION_MODE),
+                                         state["keep"], labels))
+        except StepFailed as failed:
+            return failed.reply
+        finally:
+            _TRACE_GRANTS[0] = 0
+        state["keep"].append(inputs)
+        if type(counts) is not tuple or len(counts) != 3 or type(counts[0]) is not int or type(counts[1]) is not int:
+            return {"error": {"type": "RuntimeError", "mro": [], "message": "the count was changed", "where": ""}}
+        return {"steps": counts[0], "operations": counts[1], "intact": counts[2] is True}
     if kind == "sample":
         last = state.get("last")
         if type(last) is not _TENSOR or _TB.layout.__get__(last) != _STRIDED:
@@ -936,6 +976,9 @@ def _serve_job(job_in, job_out):
     sys.modules["__main__"] = types.ModuleType("__main__")  # the worker is not to be found by its name
     chunks = submission["chunks"]
     unit = _unit_code(submission)
+    # The timing tier's counter of a path's steps (loop_check.counted), sent as text as the unit's code is, and run
+    # from the steps' own dictionary: written in before any submitted code runs.
+    exec(compile(submission.get("counter_code", ""), "<the timing job's counter>", "exec"), _SANDBOX)
     name = submission.get("module", "submission")
     module = types.ModuleType(name)
     module.__file__ = submission["filename"]

@@ -111,7 +111,7 @@ def _time_in_kernel(unit, test, namespace):
     import statistics
     import time
 
-    from autograder.core.loop_check import _sources_of, loops_in
+    from autograder.core.loop_check import _sources_of, findings
     from autograder.core.grade import TestResult
     from autograder.core.timing import fraction_for, share_words, value_tests, withheld_words
 
@@ -122,9 +122,17 @@ def _time_in_kernel(unit, test, namespace):
         return TestResult(test.id, test.task, 0, test.points, withheld_words(rubric, path, test, failing))
     # The notebook's cells as they ran (IPython keeps them), so that helpers and bindings are followed too.
     sources = _sources_of(namespace[path.functions[0]]) if path.functions[0] in namespace else None
-    loops = loops_in(sources, list(path.functions)) if sources else [f"{path.functions[0]}: its source is not found"]
-    if loops:
-        return TestResult(test.id, test.task, 0, test.points, f"No points: a Python loop ({loops[0]}).")
+    found = findings(sources, list(path.functions)) if sources else [
+        ("refused", f"{path.functions[0]}: its source is not found")]
+    refused = [text for kind, text in found if kind == "refused"]
+    if refused:
+        return TestResult(test.id, test.task, 0, test.points,
+                          f"No points: the static check cannot read how the score path is made ({refused[0]}).")
+    if found:  # loops: what they run over is counted, as the kit's own timing tier does
+        grew = _loops_over_positions(unit, path, namespace)
+        if grew:
+            return TestResult(test.id, test.task, 0, test.points,
+                              f"No points: a Python loop over positions ({found[0][1]}). {grew}")
     sizes = rubric.TIMING_SIZES["cpu"]
     spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
             **{key: sizes[key] for key in ("batch", "heads", "length", "head_dim")}}
@@ -144,6 +152,30 @@ def _time_in_kernel(unit, test, namespace):
     fraction = fraction_for(ratio)
     return TestResult(test.id, test.task, test.points * fraction, test.points,
                       f"{share_words(fraction).capitalize()}: {ratio:.2f}x the reference's time (cpu, in the kernel).")
+
+
+def _loops_over_positions(unit, path, namespace):
+    """The count of the timing tier (loop_check.py, ``counted``), in the kernel: the path run at each of
+    ``TIMING_COUNT_LENGTHS``, the lines of the notebook's own code and the tensor operations counted. Returns ""
+    when the count does not change with the length, else what the counts were."""
+    from autograder.core import loop_check
+    from autograder.core.timing import count_spec
+
+    rubric, job = unit.rubric, _job_code(unit)
+    spec = count_spec(rubric, path)
+    score_path = worker._score_path(namespace, spec, job)
+    counts = []
+    score_path(*worker._timing_inputs(job, {**spec, "length": rubric.TIMING_COUNT_LENGTHS[0]}, rubric.SEED))  # once
+    for number, length in enumerate(rubric.TIMING_COUNT_LENGTHS):
+        inputs = worker._timing_inputs(job, {**spec, "length": length}, rubric.SEED + number)
+        _, count, intact = loop_check.count_in_process(lambda: score_path(*inputs), loop_check.student_code)
+        if not intact:
+            return "The count of the path's steps was interfered with (its trace function changed)."
+        counts.append((length, count))
+        if loop_check.count_changes(counts):
+            return (f"Counted in one call at each sequence length: {loop_check.counts_words(counts)}; the count "
+                    "changes with the length.")
+    return ""
 
 
 def hidden_check(test_id):

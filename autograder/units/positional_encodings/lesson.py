@@ -581,19 +581,24 @@ plt.show()
 # * **Memory.** One call may need at most as much memory as {rubric:TIMING_MEMORY_SCORES} tensors of
 #   scores `(B, H, Lq, Lk)` beyond its inputs: enough for a `(Lq, Lk, dh)` tensor at the CPU sizes, far
 #   from enough for `(B, H, Lq, Lk, dh)`.
-# * **No loops.** A `for` or `while` loop or a comprehension over positions gets no points,
-#   whatever its time. The checks below look for loops in your functions' source.
+# * **No loops over positions.** A `for` or `while` loop, a comprehension or a recursion over
+#   positions gets no points, whatever its time. The checks below read your functions' source for
+#   loops, and run a function with a loop at growing lengths, counting the lines it runs and its
+#   tensor operations, as the grader does: a loop over the heads runs as often at every length and
+#   is fine; a loop over positions runs more often as the length grows, and is not.
 
 # %% [tests: shaw_speed]
-assert_no_loops(shaw_scores)
+assert_no_loops(shaw_scores, inputs=lambda length: (torch.randn(1, 4, length, 8), torch.randn(1, 4, length, 8),
+                                                    torch.randn(33, 8), 16))
 assert_no_loops(clipped_relative_positions)
 scores = shaw_scores(torch.randn(1, 4, 512, 32), torch.randn(1, 4, 512, 32), torch.randn(33, 32), 16)
 assert tuple(scores.shape) == (1, 4, 512, 512), f"expected (1, 4, 512, 512), got {tuple(scores.shape)}"
 
 # %% [tests: t5_speed]
-assert_no_loops(t5_bias)
+assert_no_loops(t5_bias, inputs=lambda length: (length, length, torch.randn(32, 4)))
 assert_no_loops(t5_relative_position_bucket)
-assert_no_loops(biased_scores)
+assert_no_loops(biased_scores, inputs=lambda length: (torch.randn(1, 4, length, 8), torch.randn(1, 4, length, 8),
+                                                      torch.randn(1, 4, length, length)))
 q = torch.randn(1, 4, 512, 32)
 scores = biased_scores(q, q, t5_bias(512, 512, torch.randn(32, 4)), scale=1.0)
 assert tuple(scores.shape) == (1, 4, 512, 512), f"expected (1, 4, 512, 512), got {tuple(scores.shape)}"

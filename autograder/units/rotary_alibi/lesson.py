@@ -369,18 +369,20 @@ plt.show()
 # The grader times your `rope_scores`, and the ALiBi path `q @ k^T * scale + alibi_bias(L, L,
 # alibi_slopes(H))`, against the reference on large inputs, once they are correct: {timing_bands} of the
 # reference's time, none beyond; at most {rubric:TIMING_MEMORY_SCORES} score-sized tensors of memory; no
-# Python loop over positions. A loop in `alibi_slopes` is one per head, not per position, and costs nothing: the
-# ALiBi authors' own code builds the slopes in a Python list.
+# Python loop over positions. A loop over the heads (in `alibi_slopes`, or one plane per head in `alibi_bias`) is
+# not one and costs nothing: the ALiBi authors' own code builds the slopes in a Python list. The checks below run a
+# function with a loop at growing lengths and count the lines it runs and its tensor operations, as the grader does:
+# a count that changes with the length is a loop over positions.
 
 # %% [tests: rope_speed]
-assert_no_loops(rope_scores)
+assert_no_loops(rope_scores, inputs=lambda length: (torch.randn(1, 4, length, 8), torch.randn(1, 4, length, 8)))
 assert_no_loops(apply_rotary)
 assert_no_loops(rotary_angles)
 scores = rope_scores(torch.randn(1, 4, 512, 32), torch.randn(1, 4, 512, 32))
 assert tuple(scores.shape) == (1, 4, 512, 512), f"expected (1, 4, 512, 512), got {tuple(scores.shape)}"
 
 # %% [tests: alibi_speed]
-assert_no_loops(alibi_bias)
+assert_no_loops(alibi_bias, inputs=lambda length: (length, length, alibi_slopes(4)))
 bias = alibi_bias(512, 512, alibi_slopes(4))
 assert tuple(bias.shape) == (1, 4, 512, 512), f"expected (1, 4, 512, 512), got {tuple(bias.shape)}"
 
