@@ -64,7 +64,8 @@ def test_the_stand_in_helper_shows_every_setting_in_every_t5_bias_case():
     """Whatever setting a t5_bias fails to pass on, the stand-in's buckets change where it is not the default."""
     defaults = {"bidirectional": True, "num_buckets": 32, "max_distance": 128}
     for case in build_cases(UNIT, 0)["t5_bias"]:
-        settings = {**defaults, **case.probe.get("kwargs", {})}
+        settings = {**defaults, **{key: value for key, value in case.probe.get("kwargs", {}).items()
+                                   if key in defaults}}  # the table itself may go by keyword
         key = tuple(case.probe["substitute"]["key"])
         grid = torch.arange(7)[None, :] - torch.arange(5)[:, None]
         given = scrambled_buckets(grid, **settings, key=key)

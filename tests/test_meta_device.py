@@ -45,9 +45,11 @@ ON_THE_CPU = {  # (unit, module, function name, the same function with device= i
 }
 
 
-def _outcome(namespace, probe):
-    """What the job sends back for ``probe`` run on ``namespace``'s functions, as the grader reads it."""
-    outcome = worker.run_probe(namespace, dict(probe), [])
+def _outcome(namespace, probe, unit=None):
+    """What the job sends back for ``probe`` run on ``namespace``'s functions, as the grader reads it (with ``unit``'s
+    stand-ins where the probe swaps a helper for one)."""
+    job = worker._unit_code({"unit_code": unit.job_source}) if unit is not None else None
+    outcome = worker.run_probe(namespace, dict(probe), [], job)
     return protocol.task_results(worker.pack({"p": outcome}), {"p": "call"})["p"]
 
 
@@ -158,31 +160,46 @@ def _rope_scores_on_the_cpu(q, k, **settings):
     return rotary_alibi.rope_scores(q.cpu(), k.cpu(), **settings)
 
 
-WITH_TENSORS = {  # task: (function name, the same function with its work moved to the CPU)
-    "alibi_bias": ("alibi_bias", _alibi_bias_on_the_cpu),
-    "apply_rotary": ("apply_rotary", _apply_rotary_on_the_cpu),
-    "rope_scores": ("rope_scores", _rope_scores_on_the_cpu),
+def _t5_bias_on_the_cpu(length_q, length_k, bias_table, *, bidirectional=True, num_buckets=32, max_distance=128):
+    grid = torch.arange(length_k)[None, :] - torch.arange(length_q)[:, None]  # on the CPU, whatever the table is on
+    buckets = positional_encodings.t5_relative_position_bucket(grid, bidirectional=bidirectional,
+                                                               num_buckets=num_buckets, max_distance=max_distance)
+    return bias_table.cpu()[buckets].permute(2, 0, 1).unsqueeze(0)
+
+
+def _biased_scores_on_the_cpu(q, k, bias, *, scale=None):
+    return positional_encodings.biased_scores(q.cpu(), k.cpu(), bias.cpu(), scale=scale)
+
+
+WITH_TENSORS = {  # task: (unit, module, function name, the same function with its work moved to the CPU)
+    "alibi_bias": (SECOND, rotary_alibi, "alibi_bias", _alibi_bias_on_the_cpu),
+    "apply_rotary": (SECOND, rotary_alibi, "apply_rotary", _apply_rotary_on_the_cpu),
+    "rope_scores": (SECOND, rotary_alibi, "rope_scores", _rope_scores_on_the_cpu),
+    "t5_bias": (FIRST, positional_encodings, "t5_bias", _t5_bias_on_the_cpu),
+    "biased_scores": (FIRST, positional_encodings, "biased_scores", _biased_scores_on_the_cpu),
 }
 
 
-def _meta_input_cases(task):
-    return [case for case in build_cases(SECOND)[task] if case.label.endswith(" on the meta device")]
+def _meta_input_cases(unit, task):
+    return [case for case in build_cases(unit)[task] if case.label.endswith(" on the meta device")]
 
 
 @pytest.mark.parametrize("task", sorted(WITH_TENSORS))
 def test_a_task_that_takes_tensors_is_run_on_meta_inputs_and_the_reference_passes(task):
-    name, _ = WITH_TENSORS[task]
-    cases = _meta_input_cases(task)
+    unit, module, name, _ = WITH_TENSORS[task]
+    cases = _meta_input_cases(unit, task)
     assert cases and all(case.scored for case in cases), f"{task}: a scored case on meta inputs"
+    namespace = {function: getattr(module, function) for function in unit.rubric.TASK_OF_FUNCTION}
     for case in cases:
-        verdict = case.check(_outcome({name: getattr(rotary_alibi, name)}, case.probe))
+        verdict = case.check(_outcome(namespace, case.probe, unit))
         assert verdict.passed, verdict.message
 
 
 @pytest.mark.parametrize("task", sorted(WITH_TENSORS))
 def test_work_done_on_the_cpu_whatever_the_inputs_are_on_fails_and_says_where(task):
-    name, on_the_cpu = WITH_TENSORS[task]
-    for case in _meta_input_cases(task):
-        verdict = case.check(_outcome({name: on_the_cpu}, case.probe))
+    unit, module, name, on_the_cpu = WITH_TENSORS[task]
+    namespace = {function: getattr(module, function) for function in unit.rubric.TASK_OF_FUNCTION}
+    for case in _meta_input_cases(unit, task):
+        verdict = case.check(_outcome({**namespace, name: on_the_cpu}, case.probe, unit))
         assert not verdict.passed
         assert "meta" in verdict.message and ("device" in verdict.message), verdict.message

@@ -16,16 +16,15 @@ stand-in's buckets change with each of them), and every known mistake of the
 layout is named there first, so the contract's cases, which show only that mistake,
 are not charged for it again.
 
-No case sends a meta table (the reference runs on one): two tests read every
-t5_bias probe in ways a meta case breaks. tests/test_hidden_cases_per_student.py
-compares the positional tensors of every probe with torch.equal, which a meta
-tensor refuses, and tests/test_case_holes.py passes every keyword of a probe to the
-stand-in as a setting, so the table cannot go by keyword either.
+One case sends a meta table (``_meta_case``), which needs no GPU: the bias must be made on the table's device, of
+its dtype; a grid of distances built on the CPU meets the meta table and fails. The table goes by keyword there, as
+a meta tensor has no values that a tool reading positional arguments could compare.
 """
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, lengths, size_one, tensor_check
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, size_one,
+                                   tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
                                        lengths_of)
 from autograder.units.positional_encodings.cases.relative_positions import distances
@@ -110,6 +109,21 @@ def _case(test, generator, length_q, length_k, heads, bidirectional=True, num_bu
                 sizes={"length_q": length_q, "length_k": length_k, "H": heads, "num_buckets": num_buckets})
 
 
+def _meta_case(test, length_q, length_k, heads):
+    """The table on the meta device, by keyword, the settings left out: the bias must be made there, of shape
+    (1, H, Lq, Lk) and the table's dtype. The stand-in takes the helper's place, as in every case."""
+    bias_table = torch.empty(32, heads, device="meta")
+    kwargs = {"bias_table": bias_table}
+    label = call_label(NAME, [length_q, length_k], kwargs) + " on the meta device"
+    expected = ref.t5_bias(length_q, length_k, bias_table=bias_table)
+    substitute = {"name": "t5_relative_position_bucket", "stand_in": "scrambled_buckets",
+                  "key": [7 + 2 * heads, 3, 1 + length_q % 4]}
+    return Case(test, label, call_probe(NAME, [length_q, length_k], kwargs, substitute=substitute),
+                device_check(label, "meta", expected.shape, expected.dtype,
+                             inputs=("length_q", "length_k", "bias_table")),
+                sizes={"length_q": length_q, "length_k": length_k, "H": heads, "num_buckets": 32})
+
+
 # The contract: what the docstring lets vary, each level sent by some case of t5_bias_layout, every pair of levels
 # together in one (autograder/core/contracts.py). The settings are T5's defaults, left out or given by keyword (see
 # the module's docstring).
@@ -150,4 +164,5 @@ def build(rng, generator):
         _case("t5_bias_values", generator, 4, 4, 2, scored=False),
         _case("t5_bias_values", generator, 3, 6, 3, scored=False),
         _case("t5_bias_values", generator, 5, 5, 2, bidirectional=False, num_buckets=40, max_distance=80, scored=False),
-    ] + contract_cases(CONTRACT, rng, generator)  # drawn after the hand-written cases: theirs stay as they were
+    ] + contract_cases(CONTRACT, rng, generator) + [  # drawn after the hand-written cases: theirs stay as they were
+        _meta_case("t5_bias_layout", 5, 9, 3)]
