@@ -108,6 +108,70 @@ def task_of_names(reference, unit):
     return found
 
 
+# What a student's machine needs for the notebook, its self-checks and its pictures: torch pinned (an unpinned torch
+# pulls a multi-gigabyte CUDA build onto a laptop that cannot use it), the rest as the kit's own extras have them.
+STUDENT_REQUIREMENTS = ("torch==2.13.0", "numpy", "matplotlib>=3.7", "pytest>=7", "jupyterlab>=4", "nbformat>=5.7")
+
+
+def student_readme(unit):
+    """The README of the folder a student of ``unit`` receives: how to install, open the notebook and check a task.
+    Nothing in it is the instructor's (tests/test_released_folder.py greps it)."""
+    tasks = unit.rubric.TASK_NAMES
+    points = {task: unit.rubric.task_points(task) for task in tasks}
+    rows = "\n".join(f"| `{task}` | {unit.rubric.TASK_BY_NAME[task].title} | {points[task]:g} |" for task in tasks)
+    timed = sum(test.points for test in unit.rubric.TESTS if test.task == unit.rubric.TIMING.name)
+    return f"""# {unit.title}
+
+Your assignment is the lesson notebook `{unit.module_name}.ipynb`, with a function (or a class) to write for each
+task. (Where your course hands out plain files instead, it is `{unit.module_name}.py`: the same functions and
+checks, without the lesson's text; everything below holds for it too.)
+
+## Set up, once
+
+With Python 3.10 or newer, in this folder:
+
+```bash
+python3 -m venv .venv
+.venv/bin/pip install -r requirements.txt
+```
+
+`requirements.txt` pins `torch==2.13.0`: an unpinned `torch` would download a large GPU build you do not need.
+
+## Work
+
+```bash
+.venv/bin/jupyter lab {unit.module_name}.ipynb
+```
+
+Read the notebook from the top and fill in each cell that says `# YOUR CODE HERE`. Each task's docstring says
+the shapes, the convention expected and the paper it comes from; the cells under it check your function on a
+few inputs as you go.
+
+## Check one task at a time
+
+```bash
+.venv/bin/pytest -k {tasks[0]}
+```
+
+Any task name works in place of `{tasks[0]}`. The checks read the notebook as you saved it, so save it first. A
+failure says which input went wrong, where in the output and how.
+
+| Task | What you write | Points |
+|---|---|---|
+{rows}
+
+Besides these, {timed:g} points go to the speed of the score paths: the notebook's part on speed says how they
+are timed. Passing every check here is a good sign, not the grade: the grading runs each function on more inputs of
+the kinds the docstrings allow (other sizes and dtypes, lengths that differ, the `meta` device), and the checks
+here include one of each kind, so that a kind of input you have never tried does not surprise you.
+
+## Hand in
+
+Your saved `{unit.module_name}.ipynb`, as your course says. Keep the names of the functions and their
+parameters as they are: the grading calls them by those names.
+"""
+
+
 def self_check_files(unit, reference):
     """{file name: text} of the unit's self-checks as students run them: its tests, the conftest that loads their
     notebook or file, and pytest.ini."""
@@ -148,11 +212,15 @@ def generated_files(chosen=None):
         for name, path in unit.extra_files.items():
             shipped[name] = GENERATED.format(source=path.relative_to(ROOT)) + path.read_text(encoding="utf-8")
         student = student_folder(unit).relative_to(ROOT)
-        files[str(student / f"{unit.module_name}.py")] = (
-            GENERATED.format(source=unit.reference_path.relative_to(ROOT)) + make_stub(reference, unit))
+        files[str(student / f"{unit.module_name}.py")] = (  # the student's own file: no word of the instructor's
+            f"# {unit.title}: write each function where it says YOUR CODE HERE (README.md says how to check it).\n"
+            + make_stub(reference, unit))
         files[str(student / "notebook_loader.py")] = loader
         files.update({str(student / name): text for name, text in shipped.items()})
         files.update({str(student / name): text for name, text in self_check_files(unit, reference).items()})
+        files[str(student / "README.md")] = student_readme(unit)
+        files[str(student / "requirements.txt")] = (
+            "# What this assignment needs: pip install -r requirements.txt\n" + "\n".join(STUDENT_REQUIREMENTS) + "\n")
         if unit.lesson_path.is_file():  # a unit becomes an nbgrader assignment once its lesson is written
             files.update(course_files(unit, reference, shipped))
     return files

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from autograder.course.notebook import COURSE
 
-SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini")  # with the generated student folder's test_*.py
+# From the generated student folder, with its test_*.py: the self-checks' files, and the folder's README and
+# requirements for the student.
+SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini", "README.md", "requirements.txt")
 
 
 class CourseError(RuntimeError):

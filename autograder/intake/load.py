@@ -8,7 +8,7 @@ messages still match the notebook; cells run by a cell magic other than
 ``%%time``/``%%capture`` are skipped, and so are nbgrader's test cells and
 read-only cells (the course's checks, demonstrations and pictures).
 
-Every path below the one the instructor names is the student's, so a submission
+Every path below the one the grader is given is the student's, so a submission
 is read as regular files only. A symbolic link, a hard link with a name outside
 the submission, a device, a named pipe or a socket anywhere in it is refused
 with a LoadError that names it, never opened: files are opened with
@@ -779,7 +779,7 @@ def fingerprint(path):
             digest.update(b"\0%d\0" % len(data) + data)
     except LoadError as error:
         return sha256(b"refused\0" + str(error).encode("utf-8", "backslashreplace")).hexdigest()
-    except (OSError, ValueError) as error:  # a path the instructor named that cannot be read at all
+    except (OSError, ValueError) as error:  # a path the grader was given that cannot be read at all
         return sha256(b"unreadable\0" + repr(error).encode("utf-8", "backslashreplace")).hexdigest()
     return digest.hexdigest()
 

@@ -277,7 +277,8 @@ def main(argv=None):
                              if (unit.folder / "capstone.py").is_file())
 
         return capstone_main(["--seed", str(args.seed), "--steps", str(args.steps),
-                              "--classifier-steps", str(args.classifier_steps)] + (["--longer"] if args.longer else []))
+                              "--classifier-steps", str(args.classifier_steps)] + (["--longer"] if args.longer else []),
+                             references={unit.name: unit.reference for unit in units.all_units()})
     if args.command == "course-secret":
         from autograder.core.seeds import write_secret
 

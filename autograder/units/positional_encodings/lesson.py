@@ -626,7 +626,7 @@ import time
 
 from capstone import compare
 
-# Under nbgrader autograde every student's notebook runs again: nothing is trained there, and the feedback
+# When the notebook is graded it runs again: nothing is trained then, and the feedback
 # says so. POSITIONAL_KIT_QUICK=1 trains for 3 steps only, for a quick look.
 GRADING = os.environ.get("NBGRADER_EXECUTION") == "autograde"
 QUICK = os.environ.get("POSITIONAL_KIT_QUICK") == "1"
