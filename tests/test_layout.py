@@ -28,7 +28,7 @@ MAY_IMPORT = {
     "ways_in": {"core", "intake", "sandbox", "course"},
 }
 JOB_FORBIDDEN = ("solutions", "autograder.core.seeds", "autograder.core.cases")
-WAYS_IN = ("cli", "batch", "demo", "nbgrader_bridge", "nbgrader_inert", "gradescope", "prairielearn")
+WAYS_IN = ("cli", "batch", "demo", "nbgrader_bridge", "nbgrader_inert", "gradescope", "prairielearn", "lms_export")
 SHARED_WAY_IN = "autograder.ways_in.platform"
 
 

@@ -180,6 +180,10 @@ class _OneLineEach(argparse.RawDescriptionHelpFormatter):
             self._action_max_length += 2
 
 
+OWN_PARSERS = {"lms-export": "write grades.csv as a file Canvas or Moodle imports"}
+OWN_PARSER_MODULES = {"lms-export": "autograder.ways_in.lms_export"}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                      formatter_class=_OneLineEach)
@@ -267,7 +271,13 @@ def main(argv=None):
     check_unit.add_argument("--without-nbgrader", action="store_true",
                             help="skip the release and nbgrader's generate_assignment (quicker)")
 
+    # Commands with parsers of their own (their modules' ``main``): listed here, handed their arguments below.
+    for name, help_text in OWN_PARSERS.items():
+        commands.add_parser(name, help=help_text, add_help=False)
+
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in OWN_PARSERS:
+        return importlib.import_module(OWN_PARSER_MODULES[argv[0]]).main(argv[1:])
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
         argv = ["demo"] + argv  # the demo is the default command
     args = parser.parse_args(argv)
