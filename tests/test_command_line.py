@@ -66,7 +66,7 @@ def test_the_help_lists_every_command_on_a_line_of_its_own():
     shown = subprocess.run([sys.executable, "-m", "autograder", "--help"], cwd=ROOT, capture_output=True, text=True)
     assert shown.returncode == 0
     parser_commands = {"grade", "demo", "build", "release", "gradescope-bundle", "prairielearn-bundle", "course-secret",
-                       "capstone", "new-unit", "check-unit", "lms-export"}
+                       "capstone", "new-unit", "check-unit", "lms-export", "similarity"}
     listed = {line.split()[0]: line for line in shown.stdout.splitlines() if line.startswith("    ") and line.split()}
     assert set(listed) == parser_commands
     assert all(len(line.split()) >= 3 for line in listed.values()), "a command's help is not on its own line"

@@ -180,8 +180,9 @@ class _OneLineEach(argparse.RawDescriptionHelpFormatter):
             self._action_max_length += 2
 
 
-OWN_PARSERS = {"lms-export": "write grades.csv as a file Canvas or Moodle imports"}
-OWN_PARSER_MODULES = {"lms-export": "autograder.ways_in.lms_export"}
+OWN_PARSERS = {"lms-export": "write grades.csv as a file Canvas or Moodle imports",
+               "similarity": "rank pairs of submissions by how alike their code is"}
+OWN_PARSER_MODULES = {"lms-export": "autograder.ways_in.lms_export", "similarity": "autograder.course.similarity"}
 
 
 def main(argv=None):

@@ -1,0 +1,852 @@
+"""Which submissions of a class share code, task by task: a report for the instructor, never a grade.
+
+Each submission is read by ``autograder.intake.load`` (as the grader reads it: no link followed, nothing run),
+and for each task of the unit the functions it grades (``rubric.TASKS[...].functions``) are taken from it: the
+top-level ``def`` or ``class`` of that name, the last one where it is defined twice; a notebook's code cells are
+read in order, each parsed on its own, so a later cell's definition replaces an earlier one (a cell that does not
+parse is left out, and the report says so). A function longer than ``MAX_LINES`` lines is not compared.
+
+Normalisation, on the syntax tree (``ast``):
+
+* comments and blank lines are gone with the parse; type annotations are dropped;
+* docstrings, and every other statement that is a lone constant (``...``, a bare string), are dropped, and so
+  is ``pass``;
+* every string literal and f-string becomes the one string ``'S'``: messages are free text, and rewording one
+  costs a copier nothing;
+* every local identifier (arguments, names assigned or bound by ``for``, ``with``, ``except``, comprehensions,
+  lambdas, and the names of inner functions and classes) becomes a placeholder ``v_0``, ``v_1``..., numbered in
+  order of first appearance; attribute names, keyword-argument names, method names of a class, names imported
+  or declared ``global``, and every name not bound in the function (``torch``, ``math``, ``F``, the student's
+  helper functions) are kept, since they carry the algorithm.
+
+The normalised code is written back with ``ast.unparse`` and cut into tokens by ``tokenize``; statement ends
+and indentation are tokens too. What the stub already gives is left out of that stream, exactly:
+
+* the ``def``/``class`` line, with its decorators, of each function and class that the stub defines (the
+  graded function, a graded class and its methods);
+* their docstrings (as every docstring);
+* each statement directly in the body of one of those that reads, once normalised, as a statement of the stub
+  at the same place (``super().__init__()``), and every ``raise NotImplementedError`` there, in any form.
+
+The stub is the unit's reference with its solution regions replaced (``autograder.course.build.make_stub``),
+so it is exactly what students receive. A task whose stream is then empty is the stub's code only (or not
+defined at all): its submission is compared with no one for that task.
+
+Fingerprints: the hashes of the stream's k-grams (``K`` tokens), winnowed (Schleimer, Wilkerson and Aiken,
+"Winnowing: local algorithms for document fingerprinting", SIGMOD 2003): of each window of ``WINDOW``
+consecutive hashes the smallest is kept (robust winnowing: the rightmost smallest, or the one already kept).
+Within a k-gram the placeholders are numbered again, from the k-gram's first token, so a k-gram is the same
+for two copies whatever the names around it: a statement added at the top changes the k-grams that span it,
+not every one after it. Any run of ``K + WINDOW - 1`` tokens that two submissions share gives them a common
+fingerprint; no run shorter than ``K`` does.
+
+A stream shorter than ``K`` tokens is one k-gram.
+
+The score of a pair for a task is the Jaccard index of their fingerprint sets, |A & B| / |A | B| (not the
+containment): symmetric, 1 for code that is the same once normalised, and it falls both for code one side lacks
+and for code it adds. Across tasks, a pair's score is the mean over the tasks both submitted code for.
+
+The page (``write_html``) is one file with its style inside and no script. Every text that comes from a
+submission (names, code, messages) is escaped with ``html.escape``, and the page's body is then passed through
+``nh3.clean`` with only the tags and attributes the page uses.
+"""
+
+import argparse
+import ast
+import copy
+import csv
+import hashlib
+import html
+import io
+import sys
+import tokenize
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from autograder.core import units
+from autograder.intake.inert import csv_cell, inert, inert_line
+from autograder.intake.load import LoadError, class_entries, load, submission_name
+
+# A line of this code is about 10 to 14 tokens once normalised (``v_3 = torch.arange(v_0, device=v_2)`` and its
+# end are 13). K = 15 makes the shortest shared run that counts a little longer than one such line, so two honest
+# solutions that share a typical line (the same torch.arange, the same ValueError check) share no fingerprint
+# for it alone; much longer and the short functions (40 to 80 tokens in all) would have too few k-grams to
+# compare. WINDOW = 4 keeps about 2 / (WINDOW + 1) = 40% of the k-grams: every shared run of 18 tokens, about a
+# line and a half, is found, and a function still has a dozen fingerprints or more.
+K = 15
+WINDOW = 4
+TOP = 10  # pairs shown per task, and across tasks
+MAX_LINES = 2_000  # a function longer than this is not compared (the reference's longest is 95 lines; 2,000 take 1 s)
+
+_NEWLINE, _INDENT, _DEDENT = "<newline>", "<indent>", "<dedent>"
+_STRING = "S"  # what every string literal becomes
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+class Pair(NamedTuple):
+    """One compared pair for one task; ``name_a`` comes before ``name_b`` in the class's order."""
+
+    task: str
+    name_a: str
+    name_b: str
+    score: float  # Jaccard index of the two fingerprint sets, 0 to 1
+    shared_fingerprints: int  # how many fingerprints they have in common
+
+
+class Overall(NamedTuple):
+    """One pair across tasks: the mean of its scores over the tasks both submitted code for."""
+
+    name_a: str
+    name_b: str
+    score: float
+    tasks: int  # how many tasks the mean is over
+    shared_fingerprints: int  # summed over those tasks
+
+
+@dataclass
+class Shown:
+    """One function as the student wrote it: where it is, and its lines."""
+
+    name: str
+    label: str  # the file, or the notebook's cell (load's chunk label)
+    first_line: int  # the number of lines[0] in that file or cell
+    lines: list
+
+
+@dataclass
+class TaskCode:
+    """A submission's code for one task: the original functions, and their normalised stream and fingerprints."""
+
+    functions: list = field(default_factory=list)  # [Shown], in the order of the task's functions
+    tokens: list = field(default_factory=list)
+    origins: list = field(default_factory=list)  # per token: (index in functions, first line, last line)
+    fingerprints: list = field(default_factory=list)  # [(hash, index of the k-gram's first token)]
+    hashes: frozenset = frozenset()
+    why_not: str = ""  # why this task is compared with no one; "" when it is compared
+
+    def lines_of(self, hashes):
+        """{index in functions: set of line numbers} of the k-grams whose fingerprints are in ``hashes``."""
+        found = defaultdict(set)
+        for value, start in self.fingerprints:
+            if value in hashes:
+                for function, first, last in self.origins[start:start + K]:
+                    found[function].update(range(first, last + 1))
+        return found
+
+
+@dataclass
+class Fingerprinted:
+    """One submission, fingerprinted task by task."""
+
+    name: str
+    path: Path
+    tasks: dict  # {task name: TaskCode}
+    notes: list  # what was left out (cells that do not parse), for the report
+
+
+class Report(list):
+    """The per-task rows (``Pair``), each task's ranked by score, highest first, in the rubric's task order.
+
+    Beside the rows: ``unit``, ``overall`` (``Overall`` rows, ranked), ``sources`` ({name: Fingerprinted}),
+    ``skipped`` ([(name, reason)]: every entry of the class that was not compared at all, and why) and
+    ``not_compared`` ({task: [(name, why)]}: submissions that gave a task nothing to compare).
+    """
+
+    def __init__(self, rows, unit, overall, sources, skipped, not_compared):
+        super().__init__(rows)
+        self.unit = unit
+        self.overall = overall
+        self.sources = sources
+        self.skipped = skipped
+        self.not_compared = not_compared
+
+
+# Normalisation.
+
+class _Tidy(ast.NodeTransformer):
+    """Drop docstrings, lone constants, ``pass`` and annotations; turn every string into ``'S'``."""
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        for name in ("body", "orelse", "finalbody"):
+            statements = getattr(node, name, None)
+            if isinstance(statements, list) and statements and isinstance(statements[0], ast.stmt):
+                kept = [statement for statement in statements if not _is_no_op(statement)]
+                if not kept and name == "body":
+                    kept = [ast.copy_location(ast.Pass(), statements[0])]  # a body cannot be empty
+                setattr(node, name, kept)
+        return node
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str):
+            return ast.copy_location(ast.Constant(_STRING), node)
+        return node
+
+    def visit_JoinedStr(self, node):
+        return ast.copy_location(ast.Constant(_STRING), node)
+
+    def visit_arg(self, node):
+        node.annotation = None
+        node.type_comment = None
+        return node
+
+    def visit_FunctionDef(self, node):
+        node.returns = None
+        node.type_comment = None
+        return self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_AnnAssign(self, node):
+        if node.value is None:
+            return None  # ``x: int`` binds nothing
+        return self.visit(ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node))
+
+
+def _is_no_op(statement):
+    return isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr)
+                                               and isinstance(statement.value, ast.Constant))
+
+
+def _bound_names(root):
+    """The names local to ``root`` (a function or class and everything inside it)."""
+    bound, declared_global = set(), set()
+    for node in ast.walk(root):
+        if isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+        elif isinstance(node, ast.Global):
+            declared_global.update(node.names)
+        elif isinstance(node, _SCOPES + (ast.Lambda,)):
+            for inner in ast.iter_child_nodes(node):
+                # A function or class defined in a function is local there; one in a class body is a method.
+                if isinstance(inner, _SCOPES) and not isinstance(node, ast.ClassDef):
+                    bound.add(inner.name)
+    return bound - declared_global
+
+
+class _Rename(ast.NodeTransformer):
+    """Rename the local names to placeholders in order of first appearance (the fields' order, as written)."""
+
+    def __init__(self, bound, prefix):
+        self.bound, self.prefix, self.names, self.kept = bound, prefix, {}, set()
+
+    def placeholder(self, name):
+        if name not in self.bound:
+            return name
+        if name not in self.names:
+            self.names[name] = f"{self.prefix}{len(self.names)}"
+        return self.names[name]
+
+    def visit_Name(self, node):
+        node.id = self.placeholder(node.id)
+        return node
+
+    def visit_arg(self, node):
+        node.arg = self.placeholder(node.arg)
+        return self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node):
+        if node.name:
+            node.name = self.placeholder(node.name)
+        return self.generic_visit(node)
+
+    def visit_MatchAs(self, node):
+        if node.name:
+            node.name = self.placeholder(node.name)
+        return self.generic_visit(node)
+
+    visit_MatchStar = visit_MatchAs
+
+    def visit_MatchMapping(self, node):
+        if node.rest:
+            node.rest = self.placeholder(node.rest)
+        return self.generic_visit(node)
+
+    def visit_Nonlocal(self, node):
+        node.names = [self.placeholder(name) for name in node.names]
+        return node
+
+    def _scope(self, node):
+        # A method's name is an attribute of its class's objects, and the task's own name is the rubric's: kept.
+        if id(node) not in self.kept:
+            node.name = self.placeholder(node.name)
+        if isinstance(node, ast.ClassDef):
+            self.kept.update(id(inner) for inner in node.body if isinstance(inner, _SCOPES))
+        return self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _scope
+
+
+def _placeholder_prefix(root):
+    """A prefix no identifier in ``root`` starts with, so a placeholder is never a name the student wrote."""
+    names = {node.id for node in ast.walk(root) if isinstance(node, ast.Name)}
+    names |= {node.arg for node in ast.walk(root) if isinstance(node, ast.arg)}
+    names |= {node.attr for node in ast.walk(root) if isinstance(node, ast.Attribute)}
+    names |= {node.name for node in ast.walk(root) if isinstance(node, _SCOPES)}
+    prefix = "v_"
+    while any(name.startswith(prefix) for name in names):
+        prefix = "v" + prefix
+    return prefix
+
+
+def normalise(node):
+    """A normalised copy of a function or class node (see the module's docstring), and its placeholders' names.
+
+    The copy keeps the original's line numbers, so each statement still says where it was written.
+    """
+    tree = _Tidy().visit(copy.deepcopy(node))
+    prefix = _placeholder_prefix(tree)
+    renamer = _Rename(_bound_names(tree), prefix)
+    renamer.kept.add(id(tree))
+    tree = renamer.visit(tree)
+    return tree, set(renamer.names.values())
+
+
+# The stream of tokens, with where each came from.
+
+def _tokens(text):
+    """The tokens of ``text`` as (string, row), with statement ends and indentation as tokens of their own."""
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type in (tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER, tokenize.ENCODING):
+            continue
+        if token.type == tokenize.NEWLINE:
+            found.append((_NEWLINE, token.start[0]))
+        elif token.type == tokenize.INDENT:
+            found.append((_INDENT, token.start[0]))
+        elif token.type == tokenize.DEDENT:
+            found.append((_DEDENT, token.start[0]))
+        else:
+            found.append((token.string, token.start[0]))
+    return found
+
+
+def _header_lines(statement):
+    """The original lines of a statement itself: all of a simple one; a compound one's up to its first inner line."""
+    first = min([statement.lineno] + [decorator.lineno for decorator in getattr(statement, "decorator_list", ())])
+    inner = [child.lineno for child in ast.iter_child_nodes(statement) if isinstance(child, ast.stmt)]
+    inner += [handler.lineno for handler in getattr(statement, "handlers", ())]
+    inner += [case.pattern.lineno for case in getattr(statement, "cases", ())]
+    last = statement.end_lineno if not inner else max(statement.lineno, min(inner) - 1)
+    return first, last
+
+
+def _statement_tokens(statement, function):
+    """The tokens of a normalised statement, each with (function, first line, last line) of the original."""
+    text = ast.unparse(statement)
+    tokens = _tokens(text)
+    written = [node for node in ast.walk(statement) if isinstance(node, ast.stmt)]
+    try:
+        again = [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.stmt)]
+    except (SyntaxError, ValueError):  # not expected of ast.unparse's text; the statement's lines stand for all
+        again = []
+    owner = {}  # row of ``text``: the original lines of the innermost statement there
+    if len(written) == len(again) and all(type(a) is type(b) for a, b in zip(written, again)):
+        for original, reparsed in zip(written, again):  # breadth first: an inner statement overwrites its parent
+            start = min([reparsed.lineno] + [d.lineno for d in getattr(reparsed, "decorator_list", ())])
+            lines = _header_lines(original)
+            for row in range(start, reparsed.end_lineno + 1):
+                owner[row] = lines
+    whole = (statement.lineno, statement.end_lineno)
+    return [(string, (function,) + owner.get(row, whole)) for string, row in tokens]
+
+
+def _is_placeholder_raise(statement):
+    if not isinstance(statement, ast.Raise) or statement.exc is None:
+        return False
+    exc = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def _given(stub_node):
+    """{path of names: [normalised statements]} of a stub's function or class: what each of its defs gives."""
+    given = {}
+
+    def walk(node, path):
+        given[path] = [ast.unparse(statement) for statement in node.body if not isinstance(statement, _SCOPES)]
+        for inner in node.body:
+            if isinstance(inner, _SCOPES):
+                walk(inner, path + (inner.name,))
+
+    walk(normalise(stub_node)[0], (stub_node.name,))
+    return given
+
+
+def _stream(tree, given, function):
+    """The tokens of a normalised function or class that are the student's own: what the stub gives left out."""
+    tokens = []
+
+    def walk(node, path):
+        left = list(given[path])
+        for statement in node.body:
+            if isinstance(statement, _SCOPES) and path + (statement.name,) in given:
+                walk(statement, path + (statement.name,))
+                continue
+            if isinstance(statement, ast.Pass) or _is_placeholder_raise(statement):
+                continue  # the stub's placeholder, or what _Tidy left of a body that was only a docstring
+            text = ast.unparse(statement)
+            if text in left:
+                left.remove(text)
+                continue
+            tokens.extend(_statement_tokens(statement, function))
+
+    if (tree.name,) in given:
+        walk(tree, (tree.name,))
+    else:  # a function the stub does not have: all of it is the student's
+        tokens.extend(_statement_tokens(tree, function))
+    return tokens
+
+
+# Fingerprints.
+
+def kgram_hashes(tokens, placeholders, k=None):
+    """The hash of each k-gram (``k`` tokens, default ``K``) of ``tokens``, placeholders numbered again within each.
+
+    A stream shorter than ``k`` is one k-gram, so a short function still has a fingerprint.
+    """
+    k = K if k is None else k
+    if not tokens:
+        return []
+    hashes = []
+    for start in range(max(1, len(tokens) - k + 1)):
+        seen = {}
+        parts = [seen.setdefault(token, f"\x01{len(seen)}") if token in placeholders else token
+                 for token in tokens[start:start + k]]
+        digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        hashes.append(int.from_bytes(digest, "big"))
+    return hashes
+
+
+def winnow(hashes, window=None):
+    """Robust winnowing: [(hash, position)] of the smallest hash of each window of ``window`` (default ``WINDOW``)
+    consecutive hashes.
+
+    Of equal smallest hashes the one already kept stays kept, else the rightmost is taken; each position is
+    kept once. Fewer hashes than a window: the smallest of them all.
+    """
+    window = WINDOW if window is None else window
+    kept, last = [], -1
+    for start in range(max(1, len(hashes) - window + 1)):
+        part = hashes[start:start + window]
+        if not part:
+            break
+        smallest = min(part)
+        if last >= start and hashes[last] == smallest:
+            continue
+        last = start + len(part) - 1 - part[::-1].index(smallest)
+        kept.append((hashes[last], last))
+    return kept
+
+
+# Reading a class.
+
+def _definitions(submission):
+    """({name: (node, chunk label, chunk lines)} of top-level defs and classes, the last of each name; notes)."""
+    found, notes = {}, []
+    for chunk in submission.chunks:
+        try:
+            tree = ast.parse(chunk["source"])
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+            where = f" at line {error.lineno}" if getattr(error, "lineno", None) else ""
+            notes.append(f"{chunk['label']} does not parse{where} ({type(error).__name__}); "
+                         "the functions in it are not compared")
+            continue
+        lines = chunk["source"].split("\n")
+        for node in tree.body:
+            if isinstance(node, _SCOPES):
+                found[node.name] = (node, chunk["label"], lines)
+    return found, notes
+
+
+def _task_code(rubric_task, definitions, givens):
+    code = TaskCode()
+    tokens, placeholders = [], set()
+    missing = []
+    for name in rubric_task.functions:
+        if name not in definitions:
+            missing.append(name)
+            continue
+        node, label, lines = definitions[name]
+        first = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
+        if node.end_lineno - first >= MAX_LINES:
+            return TaskCode(why_not=f"{name} is {node.end_lineno - first + 1} lines long, more than the "
+                                    f"{MAX_LINES} compared")
+        code.functions.append(Shown(name, inert_line(label), first, lines[first - 1:node.end_lineno]))
+        tree, names = normalise(node)
+        placeholders |= names
+        tokens.extend(_stream(tree, givens.get(name, {}), len(code.functions) - 1))
+    code.tokens = [string for string, _ in tokens]
+    code.origins = [origin for _, origin in tokens]
+    code.fingerprints = winnow(kgram_hashes(code.tokens, placeholders))
+    code.hashes = frozenset(value for value, _ in code.fingerprints)
+    if missing and not code.functions:
+        code.why_not = f"does not define {', '.join(missing)}"
+    elif not code.tokens:
+        code.why_not = "has the stub's code only"
+    return code
+
+
+def stub_givens(unit):
+    """{function or class name: what the stub gives in it (see ``_given``)}, for each of ``unit``'s stub's."""
+    from autograder.course.build import make_stub
+
+    stub = make_stub(unit.reference_path.read_text(encoding="utf-8"), unit)
+    return {node.name: _given(node) for node in ast.parse(stub).body if isinstance(node, _SCOPES)}
+
+
+def fingerprint_submission(unit, submission, name=None, givens=None):
+    """A loaded submission (``load``'s Submission) fingerprinted for each task of ``unit``.
+
+    ``givens``: ``stub_givens(unit)``, made here where it is not given.
+    """
+    unit = units.get(unit) if isinstance(unit, str) else unit
+    givens = stub_givens(unit) if givens is None else givens
+    definitions, notes = _definitions(submission)
+    tasks = {}
+    for task in unit.rubric.TASKS:
+        try:
+            tasks[task.name] = _task_code(task, definitions, givens)
+        except (RecursionError, MemoryError, SyntaxError, ValueError) as error:  # nesting beyond ast.unparse
+            tasks[task.name] = TaskCode(why_not=f"could not be analysed ({type(error).__name__})")
+    return Fingerprinted(name or inert_line(submission.name, limit=120), submission.path, tasks, notes)
+
+
+def _unique_names(paths):
+    """A name for each submission path, inert and unique: its submission name, numbered from its second time."""
+    names, taken = [], set()
+    for path in paths:
+        name = candidate = inert_line(submission_name(path), limit=120)
+        count = 1
+        while candidate in taken:
+            count += 1
+            candidate = f"{name}-{count}"
+        taken.add(candidate)
+        names.append(candidate)
+    return names
+
+
+def _read_class(unit, paths):
+    """({name: Fingerprinted}, [(name, reason)]): every entry of the class, compared or skipped with why."""
+    found, skipped_entries = class_entries(paths, unit.file_names)
+    skipped = [(inert_line(Path(path).name, limit=120), reason) for path, reason in skipped_entries]
+    givens = stub_givens(unit)
+    sources = {}
+    for path, name in zip(found, _unique_names(found)):
+        try:
+            submission = load(path, unit.file_names)
+        except LoadError as error:
+            skipped.append((name, f"could not be read: {inert_line(error)}"))
+            continue
+        except (OSError, ValueError) as error:
+            skipped.append((name, f"could not be read ({type(error).__name__})"))
+            continue
+        try:
+            fingerprinted = fingerprint_submission(unit, submission, name, givens)
+        except Exception as error:  # noqa: BLE001  (a student's file never stops the report; it is listed)
+            skipped.append((name, f"could not be analysed ({type(error).__name__})"))
+            continue
+        if not any(code.functions for code in fingerprinted.tasks.values()):
+            why = "; ".join(fingerprinted.notes) or "it defines none of the unit's functions"
+            skipped.append((name, f"nothing to compare: {why}"))
+            continue
+        sources[name] = fingerprinted
+    return sources, skipped
+
+
+def jaccard(first, second):
+    """|A & B| / |A | B| of two sets; 0 where both are empty."""
+    union = len(first | second)
+    return len(first & second) / union if union else 0.0
+
+
+def similarity_report(unit, paths):
+    """Compare every pair of submissions in ``paths`` (files, student folders or class folders), task by task.
+
+    ``unit``: a unit's name or ``Unit``. Returns a ``Report``: a list of ``Pair`` rows (task, name_a, name_b,
+    score, shared_fingerprints), the rubric's tasks in order and each task's pairs by score, highest first,
+    with the ranking across tasks in ``.overall`` and what was not compared in ``.skipped`` and
+    ``.not_compared``. A pair is compared for a task only where both have code of their own for it.
+    Raises FileNotFoundError for a path that is not there, and KeyError for a unit there is not.
+    """
+    unit = units.get(unit) if isinstance(unit, str) else unit
+    sources, skipped = _read_class(unit, paths)
+    names = list(sources)
+    order = {name: index for index, name in enumerate(names)}
+    rows, not_compared = [], {}
+    for task in unit.rubric.TASK_NAMES:
+        compared = [name for name in names if not sources[name].tasks[task].why_not]
+        not_compared[task] = [(name, sources[name].tasks[task].why_not) for name in names
+                              if sources[name].tasks[task].why_not]
+        pairs = []
+        for index, first in enumerate(compared):
+            a = sources[first].tasks[task].hashes
+            for second in compared[index + 1:]:
+                b = sources[second].tasks[task].hashes
+                pairs.append(Pair(task, first, second, jaccard(a, b), len(a & b)))
+        pairs.sort(key=lambda pair: (-pair.score, -pair.shared_fingerprints, order[pair.name_a],
+                                     order[pair.name_b]))
+        rows.extend(pairs)
+    return Report(rows, unit, overall_ranking(rows, names), sources, skipped, not_compared)
+
+
+def overall_ranking(rows, order=None):
+    """``Overall`` rows: each pair's mean score over the tasks it was compared on, highest first (then by the
+    number of tasks, more first)."""
+    scores = defaultdict(list)
+    for row in rows:
+        scores[(row.name_a, row.name_b)].append(row)
+    rank = {name: index for index, name in enumerate(order or ())}
+    overall = [Overall(a, b, sum(row.score for row in found) / len(found), len(found),
+                       sum(row.shared_fingerprints for row in found)) for (a, b), found in scores.items()]
+    overall.sort(key=lambda row: (-row.score, -row.tasks, rank.get(row.name_a, 0), rank.get(row.name_b, 0),
+                                  row.name_a, row.name_b))
+    return overall
+
+
+def top_pairs(report, task, top=TOP):
+    """The ``top`` best-scoring pairs of ``task`` that share a fingerprint (the report's rows are ranked already)."""
+    return [row for row in report if row.task == task and row.shared_fingerprints][:top]
+
+
+def _top_overall(report, top):
+    return [row for row in report.overall if row.shared_fingerprints][:top]
+
+
+def _no_pairs(report, task):
+    """Why a task has no pair to show."""
+    if any(row.task == task for row in report):
+        return "No two submissions share a fingerprint for this task."
+    return "Fewer than two submissions have code of their own for this task."
+
+
+# Writing the report.
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+table.pairs { border-collapse: collapse; margin: 0.5em 0 1em; }
+table.pairs th, table.pairs td { border: 1px solid #bbb; padding: 0.2em 0.6em; text-align: left; }
+td.score { text-align: right; font-variant-numeric: tabular-nums; }
+details { margin: 0.4em 0; }
+summary { cursor: pointer; }
+div.side { display: flex; gap: 1em; align-items: flex-start; }
+div.code { flex: 1 1 50%; min-width: 0; overflow-x: auto; border: 1px solid #ccc; }
+div.code h4 { margin: 0; padding: 0.3em 0.5em; background: #eee; font-weight: normal; }
+pre { margin: 0; padding: 0.3em 0; font-size: 0.85em; line-height: 1.35; width: max-content; min-width: 100%; }
+span.line { display: block; padding-right: 0.5em; white-space: pre; }
+span.shared { background: #ffe08a; }
+span.number { display: inline-block; width: 3.5em; color: #888; text-align: right; padding-right: 0.8em; }
+p.note { color: #555; max-width: 60em; }
+""".strip()
+
+_TAGS = {"h1", "h2", "h3", "h4", "p", "table", "thead", "tbody", "tr", "th", "td", "details", "summary", "div",
+         "pre", "span", "code", "ul", "li", "em", "strong", "a", "section"}
+_ATTRIBUTES = {"*": {"class", "id"}, "a": {"href"}, "details": {"open"}}
+
+
+def _e(text):
+    """Text of a student's, or of anyone's, as HTML text: every <, >, &, " and ' escaped."""
+    return html.escape(str(text), quote=True)
+
+
+def _anchor(*parts):
+    """An id made of plain characters only, from a task and a pair's place: never from a student's text."""
+    return "-".join(str(part) for part in parts)
+
+
+def _code_panel(name, code, highlighted):
+    parts = [f'<div class="code"><h4>{_e(name)}</h4>']
+    for index, shown in enumerate(code.functions):
+        lines = highlighted.get(index, set())
+        parts.append(f'<h4>{_e(shown.name)} in {_e(shown.label)}, line {shown.first_line}</h4><pre>')
+        for offset, line in enumerate(shown.lines):
+            number = shown.first_line + offset
+            css = "line shared" if number in lines else "line"
+            # inert: a bidirectional override or a zero-width character in a student's line is shown, not obeyed
+            parts.append(f'<span class="{css}"><span class="number">{number}</span>{_e(inert(line))}</span>')
+        parts.append("</pre>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _pair_view(pair, sources, anchor, opened):
+    first, second = sources[pair.name_a].tasks[pair.task], sources[pair.name_b].tasks[pair.task]
+    shared = first.hashes & second.hashes
+    return (f'<details id="{anchor}"{" open" if opened else ""}><summary>{_e(pair.name_a)} and {_e(pair.name_b)}: '
+            f'{pair.score:.2f} ({pair.shared_fingerprints} shared fingerprints)</summary><div class="side">'
+            f"{_code_panel(pair.name_a, first, first.lines_of(shared))}"
+            f"{_code_panel(pair.name_b, second, second.lines_of(shared))}</div></details>")
+
+
+def page(report, sources=None, top=TOP):
+    """The report as one self-contained HTML page (no script, no file or address outside it)."""
+    sources = report.sources if sources is None else sources
+    unit = report.unit
+    body = [f"<h1>Similar code: {_e(unit.title)} ({_e(unit.name)})</h1>",
+            f'<p class="note">{len(sources)} submissions, compared task by task. Before comparing, comments, '
+            "docstrings, annotations and blank lines are removed, every string becomes one placeholder string, "
+            "and every local name (arguments, variables, inner functions) becomes a placeholder; attribute and "
+            "library names are kept. What the stub gives is left out: the def and class lines of its functions "
+            "and methods, their docstrings, super().__init__() and raise NotImplementedError. A score is the "
+            f"Jaccard index of two submissions' fingerprint sets (winnowed hashes of {K}-token runs, window "
+            f"{WINDOW}): 1 is the same code once normalised, 0 no shared run of {K} tokens. Highlighted lines "
+            "hold runs the two share. A high score says where to look; it does not say who copied.</p>"]
+    body.append("<h2>All tasks: mean score over the tasks both submitted code for</h2>")
+    if _top_overall(report, top):
+        body.append('<table class="pairs"><thead><tr><th>#</th><th>submission</th><th>submission</th>'
+                    "<th>mean score</th><th>tasks</th><th>shared fingerprints</th></tr></thead><tbody>")
+        for rank, row in enumerate(_top_overall(report, top), start=1):
+            body.append(f"<tr><td>{rank}</td><td>{_e(row.name_a)}</td><td>{_e(row.name_b)}</td>"
+                        f'<td class="score">{row.score:.2f}</td><td class="score">{row.tasks}</td>'
+                        f'<td class="score">{row.shared_fingerprints}</td></tr>')
+        body.append("</tbody></table>")
+    else:
+        body.append("<p>No two submissions share a fingerprint in any task.</p>")
+    for number, task in enumerate(unit.rubric.TASKS):
+        pairs = top_pairs(report, task.name, top)
+        body.append(f'<section><h2 id="{_anchor("task", number)}">{_e(task.title)} ({_e(task.name)})</h2>')
+        if pairs:
+            body.append('<table class="pairs"><thead><tr><th>#</th><th>submission</th><th>submission</th>'
+                        "<th>score</th><th>shared fingerprints</th></tr></thead><tbody>")
+            for rank, pair in enumerate(pairs, start=1):
+                body.append(f'<tr><td><a href="#{_anchor("pair", number, rank)}">{rank}</a></td>'
+                            f"<td>{_e(pair.name_a)}</td><td>{_e(pair.name_b)}</td>"
+                            f'<td class="score">{pair.score:.2f}</td>'
+                            f'<td class="score">{pair.shared_fingerprints}</td></tr>')
+            body.append("</tbody></table>")
+            body.extend(_pair_view(pair, sources, _anchor("pair", number, rank), opened=rank == 1)
+                        for rank, pair in enumerate(pairs, start=1))
+        else:
+            body.append(f"<p>{_e(_no_pairs(report, task.name))}</p>")
+        left_out = report.not_compared.get(task.name, [])
+        if left_out:
+            body.append("<p>Not compared for this task:</p><ul>")
+            body.extend(f"<li>{_e(name)}: {_e(why)}</li>" for name, why in left_out)
+            body.append("</ul>")
+        body.append("</section>")
+    if report.skipped:
+        body.append("<h2>Not compared at all</h2><ul>")
+        body.extend(f"<li>{_e(name)}: {_e(reason)}</li>" for name, reason in report.skipped)
+        body.append("</ul>")
+    notes = [(name, note) for name, found in sources.items() for note in found.notes]
+    if notes:
+        body.append("<h2>Left out of submissions</h2><ul>")
+        body.extend(f"<li>{_e(name)}: {_e(note)}</li>" for name, note in notes)
+        body.append("</ul>")
+    import nh3
+
+    # Every student text above went through html.escape; nh3 keeps only the tags this page uses, in case.
+    cleaned = nh3.clean("\n".join(body), tags=_TAGS, attributes=_ATTRIBUTES, link_rel=None, url_schemes=set())
+    return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f"<title>Similar code: {_e(unit.name)}</title>\n<style>\n{_STYLE}\n</style>\n</head>\n<body>\n"
+            f"{cleaned}\n</body>\n</html>\n")
+
+
+def write_html(report, out_path, sources=None, top=TOP):
+    """Write ``page(report, sources, top)`` to ``out_path`` (``sources`` defaults to the report's own)."""
+    from autograder.core.report import write_atomically
+
+    write_atomically(out_path, page(report, sources, top))
+    return Path(out_path)
+
+
+def csv_text(report):
+    """similarity.csv: every compared pair of every task, then each pair across tasks (task "overall")."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["task", "submission_a", "submission_b", "score", "shared_fingerprints", "tasks"])
+    for row in report:
+        writer.writerow([csv_cell(row.task), csv_cell(row.name_a), csv_cell(row.name_b), f"{row.score:.4f}",
+                         row.shared_fingerprints, 1])
+    for row in report.overall:
+        writer.writerow(["overall", csv_cell(row.name_a), csv_cell(row.name_b), f"{row.score:.4f}",
+                         row.shared_fingerprints, row.tasks])
+    return buffer.getvalue()
+
+
+def write_csv(report, out_path):
+    from autograder.core.report import write_atomically
+
+    write_atomically(out_path, csv_text(report))
+    return Path(out_path)
+
+
+def summary_text(report, top=TOP):
+    """The top pairs of each task and across tasks, and what was skipped, as lines for a terminal."""
+    lines = []
+    for task in report.unit.rubric.TASKS:
+        pairs = top_pairs(report, task.name, top)
+        lines.append(f"{task.name} ({task.title}):")
+        lines += [f"  {pair.score:.2f}  {pair.name_a}  ~  {pair.name_b}  ({pair.shared_fingerprints} shared)"
+                  for pair in pairs] or [f"  {_no_pairs(report, task.name)}"]
+    lines.append("All tasks (mean over the tasks both submitted):")
+    lines += [f"  {row.score:.2f}  {row.name_a}  ~  {row.name_b}  ({row.tasks} task{'s' * (row.tasks != 1)})"
+              for row in _top_overall(report, top)] or ["  No two submissions share a fingerprint in any task."]
+    if report.skipped:
+        lines.append("Not compared:")
+        lines += [f"  {name}: {inert_line(reason)}" for name, reason in report.skipped]
+    return "\n".join(lines) + "\n"
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder similarity",
+        description="Rank the pairs of submissions whose code for each task is most alike (normalised, "
+                    "fingerprinted and winnowed), and write FOLDER/similarity.html and FOLDER/similarity.csv.")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="submissions (.py, .ipynb, a student's folder) or class folders holding them")
+    parser.add_argument("--unit", required=True, choices=units.folder_names(), help="the unit the submissions are of")
+    parser.add_argument("--out", required=True, metavar="FOLDER", help="where to write the report")
+    parser.add_argument("--top", type=int, default=TOP, metavar="N",
+                        help=f"pairs shown per task and across tasks (default {TOP})")
+    return parser
+
+
+def main(argv=None):
+    """``similarity PATH [PATH ...] --unit UNIT --out FOLDER [--top N]``: 0 once written, 2 for bad input."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit:  # argparse has printed why (or the help: status 0)
+        return 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 2
+    prefix = "python -m autograder similarity:"
+    if args.top < 1:
+        print(f"{prefix} --top must be 1 or more, got {args.top}", file=sys.stderr)
+        return 2
+    try:
+        report = similarity_report(args.unit, args.paths)
+    except (OSError, KeyError) as error:  # a path not there, a class folder that cannot be listed, a unit unknown
+        print(f"{prefix} {error.args[0] if error.args else error}", file=sys.stderr)
+        return 2
+    if not report.sources:
+        listed = "".join(f"\n  {name}: {inert_line(reason)}" for name, reason in report.skipped)
+        print(f"{prefix} no submission to compare in the paths given{listed}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    try:
+        out.mkdir(mode=0o700, parents=True, exist_ok=True)
+        csv_path = write_csv(report, out / "similarity.csv")
+        html_path = write_html(report, out / "similarity.html", top=args.top)
+    except OSError as error:
+        print(f"{prefix} cannot write to {args.out} ({error.strerror or error})", file=sys.stderr)
+        return 2
+    except ImportError:  # nh3, of the kit's "course" extra
+        print(f"{prefix} wrote {csv_path}, but the HTML page needs nh3 (pip install nh3, or the kit's course "
+              "extra)", file=sys.stderr)
+        return 2
+    sys.stdout.write(summary_text(report, args.top))
+    print(f"wrote {html_path} and {csv_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
