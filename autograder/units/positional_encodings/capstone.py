@@ -27,6 +27,7 @@ out, and the report says which and why. Everything is drawn from ``seed``: the s
 Run it on its own: ``python -m autograder capstone`` (with the reference) prints the comparison.
 """
 
+import contextlib
 import functools
 import math
 import random
@@ -443,9 +444,26 @@ class Comparison:
         return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def one_thread():
+    """torch on one thread for the block. These models are tiny (width 64, batches of 32 windows of 32 words): each
+    operation is too small to share out, and torch's pool waits for every thread at each one, so a single busy
+    process beside the kernel (a second kernel, nbgrader grading the next notebook) stalls it. On a 2-core machine
+    (benchmarks/lesson_time.py --threads, 2026-12-03) a shortened comparison took 7.5 s on two threads and 7.3 s on
+    one when quiet, 28.0 s and 6.6 s beside one busy process."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@one_thread()
 def compare(functions, *, seed=0, steps=200, context=32, batch=32, classifier_steps=300, methods=METHODS,
             progress=None, stories_count=3000):
-    """Every method that can run with ``functions``: the language model and the classifier of each."""
+    """Every method that can run with ``functions``: the language model and the classifier of each (on one thread:
+    see ``one_thread``)."""
     started = time.perf_counter()
     language_models, classifiers, left_out = {}, {}, {}
     for method in methods:
@@ -491,6 +509,7 @@ def _tune_longer(model, stream, length, factor, steps, seed):
     model.eval()
 
 
+@one_thread()
 def train_short_test_long(functions, *, seed=0, steps=200, context=32, longer=4, stories_count=3000,
                           tune_steps=30):
     """Train RoPE and ALiBi models at ``context`` and read windows ``longer`` times as long: RoPE as trained,
@@ -558,7 +577,6 @@ def main(argv=None, references=None):
             print(f"{name:<21} | left out: {why}")
         return 0
     reference = references["positional_encodings"]
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     comparison = compare(reference, seed=args.seed, steps=args.steps, classifier_steps=args.classifier_steps,
                          progress=lambda method, lm, c: print(f"  {method}: {lm.seconds + c.seconds:.1f} s",
                                                               flush=True))

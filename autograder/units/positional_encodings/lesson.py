@@ -617,7 +617,7 @@ assert tuple(scores.shape) == (1, 4, 512, 512), f"expected (1, 4, 512, 512), got
 #
 # The same cell trains a second, even smaller model: a classifier *without* a causal mask that reads
 # "all X are Y" and says whether it is true in a small taxonomy ("all poodles are dogs" is, "all dogs are
-# poodles" is not). Both sentences hold the same words. The whole run takes about a minute on a laptop's
+# poodles" is not). Both sentences hold the same words. The whole run takes about 30 seconds on a laptop's
 # CPU.
 
 # %% [demo: capstone_run]

@@ -394,8 +394,8 @@ assert tuple(bias.shape) == (1, 4, 512, 512), f"expected (1, 4, 512, 512), got {
 # with your ALiBi, and then reads windows **four times** as long as it was trained on. RoPE is read three
 # ways: as trained; and with position interpolation (your `scaled_positions`, factor 4) after 30 steps of
 # training at the longer length, as Chen et al. do. The plot gives the held-out loss at each position of
-# the longer windows (lower is better); the dashed line is the end of the trained context. About a minute
-# and a half on a laptop's CPU.
+# the longer windows (lower is better); the dashed line is the end of the trained context. About 15 seconds
+# on a laptop's CPU.
 
 # %% [demo: longer_run]
 import os
