@@ -4,10 +4,10 @@ sequence length, not because it is a loop.
 The grader counts, in one call of the path at each of several lengths, the lines the submission runs and the
 tensor operations (autograder/core/loop_check.py, ``counted``, which the timing job runs as the students' checks
 do). Here the counter runs in this process on generated programs: every way of writing a loop (for, while, a
-comprehension, map over a lambda, map over a torch function, recursion), over every kind of trip count. The expected verdict comes
-from what the trip count is made of, not from the counter: a count fixed by the heads, the features or a literal
-stays the same at every length; one made from the positions (all of them, in chunks, pairs of them, or at some
-lengths only) changes.
+comprehension, map over a lambda, map over a torch function, recursion), over every kind of trip count. The expected
+verdict comes from what the trip count is made of, not from the counter: a count fixed by the heads, the features or
+a literal stays the same at every length; one made from the positions (all of them, in chunks, pairs of them, or at
+some lengths only) changes.
 """
 
 import sys
@@ -61,12 +61,11 @@ FORMS = ("for", "while", "comprehension", "map over a lambda", "map over a torch
 
 
 def _counts(text, lengths=LENGTHS):
-    namespace = {}
-    exec(compile(text, "submission.py", "exec"), namespace)
+    path = _path_of(text)
     counts = []
     for length in lengths:
         q = torch.randn(HEADS, length, FEATURES)
-        value, count, intact = count_in_process(lambda: namespace["path"](q), {"submission.py"}.__contains__)
+        value, count, intact = count_in_process(lambda: path(q), {"submission.py"}.__contains__)
         assert intact and torch.is_tensor(value)
         counts.append((length, count))
     return counts
@@ -108,29 +107,33 @@ def test_a_changed_trace_function_spoils_the_count():
         return torch.zeros(1)
 
     for call in (replaces, removes):
+        before = sys.gettrace()
         _, _, intact = _counted(call)
         assert not intact
-        assert sys.gettrace() is None or sys.gettrace() is not call  # the counter put back what it found
+        assert sys.gettrace() is before  # the counter put back what it found
+
+
+def _path_of(text):
+    """The function ``path`` of a submission's ``text``, compiled as the submission's file."""
+    namespace = {}
+    exec(compile(text, "submission.py", "exec"), namespace)
+    return namespace["path"]
 
 
 def test_a_frame_that_stops_being_traced_spoils_the_count():
     """A frame whose f_trace is taken away runs its loop unseen: the count notices that it never saw it leave."""
-    namespace = {}
-    text = ("import torch\n\n\ndef path(q):\n    try:\n        raise ValueError\n    except ValueError as error:\n"
-            "        error.__traceback__.tb_frame.f_trace = None\n    rows = [i for i in range(q.shape[1])]\n"
-            "    return torch.tensor(rows)\n")
-    exec(compile(text, "submission.py", "exec"), namespace)
-    _, _, intact = _counted(lambda: namespace["path"](torch.zeros(1, 8, 2)))
+    path = _path_of("import torch\n\n\ndef path(q):\n    try:\n        raise ValueError\n"
+                    "    except ValueError as error:\n        error.__traceback__.tb_frame.f_trace = None\n"
+                    "    rows = [i for i in range(q.shape[1])]\n    return torch.tensor(rows)\n")
+    _, _, intact = _counted(lambda: path(torch.zeros(1, 8, 2)))
     assert not intact
 
 
 def test_generators_and_exceptions_leave_the_count_intact():
-    namespace = {}
-    text = ("import torch\n\n\ndef path(q):\n    def planes():\n        for h in range(q.shape[0]):\n"
-            "            yield q[h]\n    def fails():\n        raise KeyError\n    try:\n        fails()\n"
-            "    except KeyError:\n        pass\n    return torch.stack(list(planes()))\n")
-    exec(compile(text, "submission.py", "exec"), namespace)
-    _, _, intact = _counted(lambda: namespace["path"](torch.zeros(3, 8, 2)))
+    path = _path_of("import torch\n\n\ndef path(q):\n    def planes():\n        for h in range(q.shape[0]):\n"
+                    "            yield q[h]\n    def fails():\n        raise KeyError\n    try:\n        fails()\n"
+                    "    except KeyError:\n        pass\n    return torch.stack(list(planes()))\n")
+    _, _, intact = _counted(lambda: path(torch.zeros(3, 8, 2)))
     assert intact
 
 
