@@ -128,11 +128,37 @@ def test_the_cpu_fallback_says_where_it_timed():
     assert rubric.TIMING_WITHOUT_GPU == "cpu"
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
-def test_on_a_gpu_an_index_built_on_the_cpu_fails_and_says_to_use_the_inputs_device(tier_grader, tmp_path,
-                                                                                  reference_text):
+# shaw_scores gathering by an index it builds on the CPU: right on the CPU (the correctness tests pass), a mixed-device
+# gather on a GPU.
+CPU_INDEX = SHAW_HEADER + """\
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    index = clipped_relative_positions(q.shape[-2], k.shape[-2], max_relative_position)  # on the CPU
+    per_distance = q @ rel_k.to(q.dtype).transpose(0, 1)  # (B, H, Lq, 2k+1)
+    relative = per_distance.gather(-1, index.expand(*per_distance.shape[:-2], -1, -1))  # (B, H, Lq, Lk)
+    return scale * (q @ k.transpose(-2, -1) + relative)
+"""
+
+
+def test_a_helper_that_builds_its_table_on_the_cpu_loses_its_own_points_and_the_path_is_timed_with_the_stand_in(
+        tier_grader, tmp_path, reference_text):
+    # The helper ignores device=: its meta case (a correctness test) names the device, and the score path is timed
+    # with the grader's stand-in in its place, so the same mistake is not charged twice (found on an H200, where
+    # the GPU test below used to make this mistake and expected the timing tier to catch it).
     on_cpu = reference_text.replace("query = torch.arange(length_q, device=device)", "query = torch.arange(length_q)")
-    shaw = _speed(tier_grader.grade(_write(tmp_path, "cpu_index", on_cpu)))["shaw_speed"]
+    assert on_cpu != reference_text
+    result = tier_grader.grade(_write(tmp_path, "cpu_helper", on_cpu))
+    helper_tests = [test for test in result.tests if test.task == "relative_positions" and not test.passed]
+    assert helper_tests and any("device" in test.output for test in helper_tests), \
+        [(test.id, test.output) for test in result.tests if test.task == "relative_positions"]
+    shaw = _speed(result)["shaw_speed"]
+    assert "stand-in for clipped_relative_positions" in shaw.output, shaw.output
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+def test_on_a_gpu_a_path_that_builds_its_index_on_the_cpu_fails_and_says_to_use_the_inputs_device(
+        tier_grader, tmp_path, reference_text):
+    shaw = _speed(tier_grader.grade(_write(tmp_path, "cpu_index", reference_text + CPU_INDEX)))["shaw_speed"]
     assert shaw.score == 0 and "device" in shaw.output, shaw.output
 
 

@@ -118,6 +118,17 @@ COUNTER_CODE = inspect.getsource(loop_check.counted)
 REPLY_BYTES = 1 << 20  # the longest reply line kept; a job that sends more breaks the protocol
 
 
+def memory_limit_name():
+    """The process limit that bounds a timing job's memory: RLIMIT_AS, or RLIMIT_DATA where the path is timed on CUDA.
+
+    CUDA reserves address space for all the GPU's memory and the host's at its start (unified addressing), far more
+    than the job may use: under RLIMIT_AS its first call fails ("cudaGetDeviceCount ... out of memory", seen on an
+    H200, benchmarks/RESULTS.md 2026-12-04). RLIMIT_DATA counts only the memory a process can write (Linux 4.7 on),
+    not a reservation, so the host memory a job fills stays bounded; the GPU's memory is measured by the tier.
+    """
+    return "RLIMIT_DATA" if torch.cuda.is_available() else "RLIMIT_AS"
+
+
 class ServeChild:
     """A timing job of a fork server, with the code of ``chunks`` loaded; commands and replies are JSON lines."""
 
@@ -125,7 +136,7 @@ class ServeChild:
         self.reference = reference  # a reference job: its failures are the grader's (ReferenceFailed)
         self.broken = False  # a request failed: its state is unknown (a late reply may be on its way), never reuse it
         self.output = tempfile.TemporaryFile()
-        child_limits = {"RLIMIT_AS": limits.memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
+        child_limits = {memory_limit_name(): limits.memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
         if limits.processes_by_rlimit:
             child_limits["RLIMIT_NPROC"] = limits.processes
         # Traceable: without a control group, the grader reads and restarts its memory high-water mark in /proc.
@@ -446,7 +457,9 @@ def measure(student, reference, spec, rng=None):
     """
     rng = rng or random.SystemRandom()
     pool_seed = rng.getrandbits(48)  # the pool of random numbers the calls' inputs are cut from: new each time
-    for child in (student, reference):
+    # The reference first: where it cannot start (the machine, not the student, is at fault: CUDA that does not
+    # start, say) the grader's fault is said, and no student loses points for it.
+    for child in (reference, student):
         reply, _ = child.request({"command": "setup", "spec": {**spec, "warmup": 0, "seed": pool_seed}}, SETUP_SECONDS)
         if "error" in reply:
             if child is reference:
@@ -458,8 +471,13 @@ def measure(student, reference, spec, rng=None):
     # One call of each first, untimed and unmeasured: what a path does once (import a module, load its kernels,
     # fill a cache of the library's) is not memory that its calls need.
     seed, length = rng.getrandbits(48), call_length(spec, rng)
-    for child in (student, reference):
-        _run(child, spec, rng, seed, length)
+    for child in (reference, student):  # the reference first, as above: a call it cannot make is the grader's fault
+        try:
+            _run(child, spec, rng, seed, length)
+        except ChildFailed as error:
+            if child is reference:
+                raise ReferenceFailed(f"the reference failed on its first timed call: {error}") from error
+            raise
     # Then one call of each, alone, for its peak memory beyond what the job held before the call (its inputs,
     # made in the call, count in both jobs alike), with every large tensor in a fresh mapping for that call, so
     # that none reuses memory freed earlier.

@@ -45,7 +45,9 @@ def score_path(namespace, spec):
     scale = 1.0 / math.sqrt(head_dim)
 
     def alibi_path(q, k, factor):
-        slopes = (alibi_slopes(heads) * factor).to(device=q.device, dtype=q.dtype)  # (H,): new values every call
+        # The slopes are made where alibi_slopes makes them by default (the CPU) and taken to the inputs' device
+        # before they meet the factor, which is there already: (H,), new values every call.
+        slopes = (alibi_slopes(heads).to(q.device) * factor).to(dtype=q.dtype)
         length = q.shape[-2]  # drawn by the grader for this call
         bias = alibi_bias(length, length, slopes)  # (1, H, L, L): the student's part of the path
         batch = q.shape[0]
