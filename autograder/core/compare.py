@@ -11,6 +11,8 @@ student's self-check tests use a copy of it (``checks.py``, made by
 """
 
 import itertools
+import math
+import re
 
 import torch
 
@@ -487,4 +489,266 @@ def _shape_relation(g, e, atol, rtol, names):
                                  "expected" for a in differs)
                 return (f"your output agrees with the expected one where both have entries, but {what} (a length "
                         "taken from the wrong argument?).")
+    return None
+
+
+# --- what a torch error means -----------------------------------------------------------------------------
+# Torch's messages name what it checked ("mat1 and mat2 shapes cannot be multiplied (4x8 and 16x4)"), not what that
+# means for the line that called it. Each entry: (a pattern of a message, what it means, with the sizes the message
+# quotes). The self-checks print it under the student's own line and torch's own message; the grader can use it
+# on the message a job sends back, as it holds no answer.
+
+_DTYPES = {"float": "float32", "Float": "float32", "double": "float64", "Double": "float64", "Half": "float16",
+           "c10::Half": "float16", "BFloat16": "bfloat16", "c10::BFloat16": "bfloat16", "Long": "int64",
+           "long int": "int64", "Int": "int32", "int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8",
+           "Bool": "bool", "bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128"}
+_INTEGER_DTYPES = ("int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+def _dtype(name):
+    """A dtype as torch's C++ messages name it ("Float", "c10::Half"), in Python's words (float32, float16)."""
+    name = name.strip().removeprefix("torch.")
+    return _DTYPES.get(name, name)
+
+
+def _sizes(text):
+    return [int(size) for size in re.findall(r"-?\d+", text)]
+
+
+_TRANSPOSE_ADVICE = ("Write each operand's shape beside the line ((B, H, Lq, dh) and so on) and check which one you "
+                     "meant to transpose (.transpose(-2, -1)), or which axis came from the wrong tensor.")
+_BROADCAST_ADVICE = ("Write the two shapes one above the other, lined up at the right, and find the axis out of place: "
+                     "one that needs a new axis of size 1 (x[:, None], unsqueeze), or Lq where Lk belongs.")
+_NEW_TENSOR_ADVICE = ("make each tensor your function creates (torch.arange, torch.zeros, torch.tensor...) on the "
+                      "inputs' device, torch.arange(n, device=q.device), or on the device= you are given")
+_META_ADVICE = ("Your code reads a tensor's values into Python (.item(), .tolist(), int(t), float(t), if t:, "
+                ".numpy()), and a tensor on the meta device has a shape but no values: the grader calls your "
+                "function on meta tensors too. Keep the work in tensor operations, and take sizes from .shape.")
+
+
+def _matmul(left_rows, left, right, right_columns):
+    return (f"A matrix product (@, torch.matmul, F.linear) got a left operand of {left_rows}x{left} and a right one "
+            f"of {right}x{right_columns}, as torch reports them (the leading axes folded into the rows): it pairs "
+            f"the last axis of the left one, of size {left}, with the second-to-last axis of the right one, of size "
+            f"{right}, and these must be equal. " + _TRANSPOSE_ADVICE)
+
+
+def _batched_matmul(match):
+    batch, left = _sizes(match["expected"])
+    _, right = _sizes(match["got"])
+    return (f"A batched matrix product (@ or torch.matmul on tensors of 3 or more axes, bmm) pairs the last axis of "
+            f"its left operand, of size {left} here, with the second-to-last axis of its right one, of size {right}: "
+            f"they must be equal ({batch} is the batch axes multiplied together). " + _TRANSPOSE_ADVICE)
+
+
+def _broadcast(match):
+    return (f"Two tensors met in an elementwise operation (+, -, *, /, torch.where, an assignment) or as the batch "
+            f"axes of a matrix product: torch lines their shapes up from the right, and at axis {match['axis']} (of "
+            f"the longer shape, counted from the left) one has size {match['a']} and the other {match['b']}. Lined-up "
+            f"sizes must be equal, or one of them 1. " + _BROADCAST_ADVICE)
+
+
+def _expand(match):
+    return (f"A tensor of shape [{match['have']}] was asked to take the shape [{match['want']}] (by expand, or by an "
+            f"assignment x[...] = y, which expands y to the shape of the slice it fills): at axis {match['axis']} its "
+            f"size is {match['existing']}, and only an axis of size 1 can become {match['target']}. Check the shape "
+            "of what is assigned against the slice it goes into.")
+
+
+def _reshape(match):
+    wanted, total = _sizes(match["shape"]), int(match["total"])
+    known = math.prod(size for size in wanted if size != -1)
+    if -1 in wanted:
+        holds = f"with -1 in it, the other sizes (their product {known}) must divide {total}"
+    else:
+        holds = f"[{match['shape']}] holds {known}"
+    return (f"A view or reshape to [{match['shape']}] was asked of a tensor of {total} entries, and the new shape must "
+            f"hold exactly {total} entries: {holds}. Take each size you pass from the tensor's own shape "
+            "(B, H, L = x.shape[:3]) and check that their product is the number of entries.")
+
+
+def _two_dtypes(first, second):
+    first, second = _dtype(first), _dtype(second)
+    return (f"Tensors of two dtypes, {first} and {second}, met in an operation that needs one: make each tensor "
+            "your function creates in the inputs' dtype (torch.arange(n, dtype=q.dtype)), or convert with "
+            ".to(q.dtype) before they meet; the output keeps the dtype the docstring names.")
+
+
+def _not_for_dtype(match):
+    dtype = _dtype(match["dtype"])
+    if dtype in _INTEGER_DTYPES:
+        advice = (f"an integer tensor ({dtype}; torch.arange gives int64) reached an operation on real numbers "
+                  "(exp, log, sin, softmax, randn...): convert it first, e.g. .to(dtype) or .float().")
+    else:
+        advice = (f"on this device torch cannot do it in {dtype}: compute in float32 (x.float()) and convert the "
+                  "result back with .to(dtype).")
+    return f"Torch has no kernel {match['kernel']} for {dtype} tensors: " + advice
+
+
+def _index_out_of_bounds(match):
+    index, axis, size = int(match["index"]), match["axis"], int(match["size"])
+    valid = f"valid indices there are 0 to {size - 1} (or -{size} to -1)" if size else "that axis is empty"
+    return (f"An index of {index} was used on axis {axis} of a tensor, which has size {size} there: {valid}. Check "
+            "the largest (and smallest) index your code computes (the last position, distance or bucket), and "
+            "whether the axis is the one you meant.")
+
+
+def _axis_out_of_range(match):
+    low, high, asked = int(match["low"]), int(match["high"]), int(match["asked"])
+    return (f"Your code asked for axis {asked} of a tensor of {high + 1} axes (valid: {low} to {high}): the tensor "
+            "has fewer axes than the line assumes. Check its shape there: a (Lq, Lk) table where a (B, H, Lq, Lk) "
+            "one was meant, or an axis squeezed away.")
+
+
+def _argument_type(match):
+    function, argument, wanted, got = match["function"], match["argument"], match["wanted"], match["got"]
+    if got == "NoneType":
+        advice = "an optional argument left at None reached it: give it its default value first."
+    elif got == "Tensor":
+        advice = "pass a Python number (a size from x.shape is one), or build the result with tensor operations."
+    else:
+        advice = "check what the argument is at that line."
+    return f"torch's {function}() takes {wanted} for its argument '{argument}', and got a {got}: " + advice
+
+
+def _operand_types(match):
+    operator, left, right = match["operator"], match["left"], match["right"]
+    if "NoneType" in (left, right):
+        return (f"One side of {operator} is None: an optional argument left at None (as scale=None) must be given "
+                "its default value before it is used.")
+    return f"{operator} is not defined between a {left} and a {right}: check what each side is at that line."
+
+
+TORCH_ERRORS = (
+    # matrix products
+    (r"mat1 and mat2 shapes cannot be multiplied \((?P<a>\d+)x(?P<b>\d+) and (?P<c>\d+)x(?P<d>\d+)\)",
+     lambda m: _matmul(m["a"], m["b"], m["c"], m["d"])),
+    (r"Expected size for first two dimensions of batch2 tensor to be: \[(?P<expected>[-\d, ]+)\] but got: "
+     r"\[(?P<got>[-\d, ]+)\]", _batched_matmul),
+    (r"size mismatch, got input \((?P<out>\d+)\), mat \((?P<rows>\d+)x(?P<columns>\d+)\), vec \((?P<length>\d+)\)",
+     lambda m: f"A matrix-vector product (@ of a {m['rows']}x{m['columns']} matrix and a vector, for {m['out']} "
+               f"outputs) pairs the matrix's last axis, of size {m['columns']}, with the vector's length, "
+               f"{m['length']}: they must be equal. " + _TRANSPOSE_ADVICE),
+    (r"inconsistent tensor size, expected tensor \[(?P<a>\d+)\] and src \[(?P<b>\d+)\]",
+     lambda m: f"A product of two vectors (@ or torch.dot of two 1-axis tensors) needs one length on both sides, and "
+               f"got {m['a']} and {m['b']}. " + _TRANSPOSE_ADVICE),
+    (r"both arguments to matmul need to be at least 1D, but they are (?P<a>\w+) and (?P<b>\w+)",
+     lambda m: f"@ (matmul) got a tensor with no axes ({m['a']} and {m['b']}): multiply by a single number with *, "
+               "not @."),
+    (r"einsum\(\): subscript (?P<letter>\w) has size (?P<a>\d+) for operand (?P<operand>\d+) which does not broadcast "
+     r"with previously seen size (?P<b>\d+)",
+     lambda m: f"torch.einsum's letter {m['letter']} names axes of two sizes ({m['b']}, then {m['a']} in operand "
+               f"{m['operand']}): each letter must name axes of one size. Check the letters of each operand against "
+               "its shape, in order."),
+    # shapes that do not line up
+    (r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) at non-singleton "
+     r"dimension (?P<axis>\d+)", _broadcast),
+    (r"output with shape \[(?P<have>[-\d, ]*)\] doesn't match the broadcast shape \[(?P<want>[-\d, ]*)\]",
+     lambda m: f"An in-place operation (x += y, x.add_(y), x *= y) must write its result into x, of shape "
+               f"[{m['have']}], but the operands broadcast to [{m['want']}]: write x = x + y, which makes a new "
+               "tensor, or give x its full shape first."),
+    (r"The expanded size of the tensor \((?P<target>\d+)\) must match the existing size \((?P<existing>\d+)\) at "
+     r"non-singleton dimension (?P<axis>\d+)\.\s+Target sizes: \[(?P<want>[-\d, ]*)\]\.\s+Tensor sizes: "
+     r"\[(?P<have>[-\d, ]*)\]", _expand),
+    (r"Sizes of tensors must match except in dimension (?P<axis>\d+)\. Expected size (?P<a>\d+) but got size "
+     r"(?P<b>\d+) for tensor number (?P<number>\d+)",
+     lambda m: f"torch.cat joins tensors along axis {m['axis']} only, so every other axis must have one size, but "
+               f"tensor number {m['number']} of the list has {m['b']} where the first has {m['a']}. Check the axis "
+               "you join on (dim=) and each tensor's shape."),
+    (r"Tensors must have same number of dimensions: got (?P<a>\d+) and (?P<b>\d+)",
+     lambda m: f"torch.cat joins tensors of one number of axes, and these have {m['a']} and {m['b']}: add the "
+               "missing axis first (x[None], unsqueeze)."),
+    (r"stack expects each tensor to be equal size, but got \[(?P<a>[-\d, ]*)\] at entry (?P<i>\d+) and "
+     r"\[(?P<b>[-\d, ]*)\] at entry (?P<j>\d+)",
+     lambda m: f"torch.stack needs tensors of one shape, but entry {m['i']} is [{m['a']}] and entry {m['j']} is "
+               f"[{m['b']}]."),
+    (r"view size is not compatible with input tensor's size and stride",
+     lambda m: ".view(...) reads the tensor's memory in place, so the tensor must be laid out contiguously for the "
+               "new shape, and after .transpose, .permute, .T or .expand it is not: use .reshape(...), which copies "
+               "when it must, or call .contiguous() before .view."),
+    (r"shape '\[(?P<shape>[-\d, ]*)\]' is invalid for input of size (?P<total>\d+)", _reshape),
+    (r"unflatten: Provided sizes \[(?P<shape>[-\d, ]*)\] don't multiply up to the size of dim (?P<axis>\d+) "
+     r"\((?P<size>\d+)\)",
+     lambda m: f"unflatten splits axis {m['axis']}, of size {m['size']}, into [{m['shape']}], whose sizes must "
+               f"multiply to {m['size']}."),
+    # devices
+    (r"Expected all tensors to be on the same device, but (?:found at least two devices, (?P<a>[\w:]+) and "
+     r"(?P<b>[\w:]+)|got \w+ is on (?P<c>[\w:]+), different from other tensors on (?P<d>[\w:]+))",
+     lambda m: f"Tensors on two devices ({m['a'] or m['c']} and {m['b'] or m['d']}) met in one operation: "
+               + _NEW_TENSOR_ADVICE + "."),
+    (r"Tensor on device (?P<a>[\w:]+) is not on the expected device (?P<b>[\w:]+)",
+     lambda m: f"A tensor on {m['a']} met one on {m['b']} in one operation: " + _NEW_TENSOR_ADVICE + "."),
+    (r"indices should be either on (?P<a>\w+) or on the same device as the indexed tensor \((?P<b>[\w:]+)\)",
+     lambda m: f"An index tensor is on another device than the tensor it indexes ({m['b']}): "
+               + _NEW_TENSOR_ADVICE + "."),
+    (r"cannot be called on meta tensors|Cannot copy out of meta tensor|can't convert meta device type tensor",
+     lambda m: _META_ADVICE),
+    (r"Torch not compiled with CUDA enabled",
+     lambda m: "Your code asks for the GPU (device='cuda', .cuda()), which this torch does not have: "
+               + _NEW_TENSOR_ADVICE + ", never on a device named in your code."),
+    # dtypes
+    (r"expected scalar type (?P<a>\w+) but found (?P<b>\w+)", lambda m: _two_dtypes(m["a"], m["b"])),
+    (r"expected m1 and m2 to have the same dtype, but got: (?P<a>[\w:]+) != (?P<b>[\w:]+)",
+     lambda m: _two_dtypes(m["a"], m["b"])),
+    (r"Index put requires the source and destination dtypes match, got (?P<a>\w+) for the destination and "
+     r"(?P<b>\w+) for the source",
+     lambda m: f"An assignment x[...] = y needs y in x's dtype, and x is {_dtype(m['a'])}, y {_dtype(m['b'])}: "
+               "convert y with .to(x.dtype)."),
+    (r"result type (?P<a>\w+) can't be cast to the desired output type (?P<b>\w+)",
+     lambda m: f"An in-place operation would store a result of {_dtype(m['a'])} in a tensor of {_dtype(m['b'])}: "
+               "write x = x + y (a new tensor), or convert x first."),
+    (r"expected both vectors to have same dtype, but found (?P<a>\w+) and (?P<b>\w+)",
+     lambda m: _two_dtypes(m["a"], m["b"])),
+    (r"\"(?P<kernel>\w+)\" not implemented for '(?P<dtype>[\w:]+)'", _not_for_dtype),
+    (r"tensors used as indices must be long, int, byte or bool tensors",
+     lambda m: "A tensor used as an index (t[idx]) must be an integer (int64) or bool tensor, and this one is "
+               "floating-point: build positions and buckets in an integer dtype (torch.arange(n) is int64; / and "
+               "math.log make floats, so end with // or .long())."),
+    (r"(?P<function>\w+)\(\): Expected dtype int(?:32/int64| or int64|64) for index",
+     lambda m: f"The index given to {m['function']} must be an integer tensor (int64): build it in an integer dtype "
+               "(torch.arange gives int64), or convert it with .long()."),
+    (r"masked_fill_? only supports boolean masks, but got mask with dtype (?P<dtype>\w+)",
+     lambda m: f"The mask given to masked_fill must be bool (a comparison such as j > i gives one), and this one is "
+               f"{_dtype(m['dtype'])}."),
+    (r"Integers to negative integer powers are not allowed",
+     lambda m: "An integer tensor was raised to a negative power (n ** -1): make it a float first (n.float() ** -1, "
+               "or 1.0 / n)."),
+    # indices
+    (r"index (?P<index>-?\d+) is out of bounds for dimension (?P<axis>\d+) with size (?P<size>\d+)",
+     _index_out_of_bounds),
+    (r"index out of range in self",
+     lambda m: "An index given to an embedding, index_select or table lookup is past the table's first axis: check "
+               "the largest index your code computes (a distance, a bucket, a position) against the number of rows "
+               "of the table."),
+    (r"Dimension out of range \(expected to be in range of \[(?P<low>-?\d+), (?P<high>-?\d+)\], but got "
+     r"(?P<asked>-?\d+)\)", _axis_out_of_range),
+    (r"too many indices for tensor of dimension (?P<axes>\d+)",
+     lambda m: f"More indices than the tensor has axes ({m['axes']}): it has fewer axes than the line assumes; "
+               "check its shape there."),
+    (r"only integer tensors of a single element can be converted to an index",
+     lambda m: "A tensor stood where Python needs one integer (a range(), a slice bound, a size): pass an int, such "
+               "as x.shape[-1], or index with the tensor itself."),
+    # Python's view of a tensor
+    (r"Boolean value of Tensor with more than one value is ambiguous",
+     lambda m: "An if, while, and, or, not or assert tested a tensor of several entries, where Python needs one True "
+               "or False: use torch.where (or masked_fill) to choose entry by entry, or .all() / .any()."),
+    (r"a Tensor with (?P<count>\d+) elements cannot be converted to Scalar",
+     lambda m: f"A tensor of {m['count']} entries was turned into one number (.item(), float(t), int(t)): only a "
+               "tensor of one entry can be."),
+    (r"(?P<function>\w+)\(\): argument '(?P<argument>\w+)' (?:\(position \d+\) )?must be (?P<wanted>.+?), not "
+     r"(?P<got>\w+)", _argument_type),
+    (r"unsupported operand type\(s\) for (?P<operator>\S+): '(?P<left>\w+)' and '(?P<right>\w+)'", _operand_types),
+)
+
+
+def torch_error_meaning(message):
+    """What a torch error's message means, in sentences that repeat the sizes it quotes; None for a message not
+    known here. Never raises: a message is only read."""
+    for pattern, meaning in TORCH_ERRORS:
+        found = re.search(pattern, str(message))
+        if found:
+            try:
+                return meaning(found)
+            except Exception:  # noqa: BLE001  (a message of an unforeseen form: no meaning rather than a crash)
+                return None
     return None

@@ -1,13 +1,27 @@
 """Loads your functions for the self-checks: ``pytest -k MODULE_TASK`` (or another task word).
 
 The checks test the functions defined in ``MODULE_NAME.ipynb`` when
-this folder has it, else in ``MODULE_NAME.py``; ``--source FILE``
-picks another notebook or .py file. A notebook's code cells run in order, each
-on its own, so an error in one cell does not hide the functions of the others;
-magics, shell lines, the locked test cells and the pictures are left out.
+this folder has it, else in ``MODULE_NAME.py``; ``--source=FILE``
+picks another notebook or .py file (write the "=": after a space, pytest
+first takes FILE for tests to collect, which fails for a file in another
+folder). A notebook's code cells run in order, each on its own, so an error
+in one cell does not hide the functions of the others; magics, shell lines,
+the locked test cells and the pictures are left out.
+
+A failure shows your own line (``MODULE_NAME.ipynb, cell 7:12`` is line 12 of
+code cell 7). When torch raised the error inside your function, a part headed
+"what went wrong, in words" follows: which of your functions stopped, at which
+line, the shapes of the tensors on that line and of the arguments the check
+passed, and what torch's message means.
 """
 
+import dis
+import functools
+import inspect
+import keyword
+import linecache
 import os
+import re
 import sys
 import types
 from pathlib import Path
@@ -21,7 +35,7 @@ _loaded = {}
 
 
 def pytest_addoption(parser):
-    parser.addoption("--source", metavar="FILE",
+    parser.addoption("--source", metavar="FILE",  # given as --source=FILE: see the docstring
                      help="the notebook or .py file whose functions to check "
                           f"(default: {MODULE}.ipynb here, else {MODULE}.py)")
 
@@ -36,7 +50,7 @@ def _source_path(config):
     for name in DEFAULT_SOURCES:
         if (HERE / name).is_file():
             return HERE / name
-    raise pytest.UsageError(f"found neither {' nor '.join(DEFAULT_SOURCES)} in {HERE}; use --source FILE")
+    raise pytest.UsageError(f"found neither {' nor '.join(DEFAULT_SOURCES)} in {HERE}; use --source=FILE")
 
 
 def pytest_configure(config):
@@ -50,16 +64,39 @@ def pytest_configure(config):
         raise pytest.UsageError(str(error)) from None
     module = types.ModuleType(MODULE)
     module.__file__ = str(path)
-    errors = []
+    errors, labels = [], set()
     for chunk in submission.chunks:
+        show_in_tracebacks(chunk["label"], chunk["source"])
+        labels.add(chunk["label"])
         try:
             exec(compile(chunk["source"], chunk["label"], "exec"), module.__dict__)
         except Exception as error:  # keep going: the other cells may define what a task needs
-            line = getattr(error, "lineno", None)
-            where = f", line {line}" if isinstance(error, SyntaxError) and line else ""
-            errors.append(f"{chunk['label']}{where} raised {type(error).__name__}: {error}")
-    sys.modules[MODULE] = module
-    _loaded.update(path=path, errors=errors, notes=submission.skipped)
+            errors.append(f"{chunk['label']}{_line_of(error, chunk['label'])} raised {type(error).__name__}: {error}")
+    sys.modules[MODULE] = checked_module(module, labels)
+    _loaded.update(path=path, errors=errors, notes=submission.skipped, labels=labels)
+
+
+def show_in_tracebacks(label, source):
+    """Let a traceback show the lines of the code compiled as ``label``, the text that ran.
+
+    A notebook's cell has no file to read them from (pytest printed ``???``), and a .py file's name, given without
+    its folder, could be read from another folder."""
+    linecache.cache[label] = (len(source), None, source.splitlines(keepends=True), label)  # None: never reread
+
+
+def _line_of(error, label):
+    """", line N: the line" of ``label`` where ``error`` was raised, or "" where it was not raised in it."""
+    if isinstance(error, SyntaxError):
+        return f", line {error.lineno}" if error.lineno else ""
+    found, tb = None, error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == label:
+            found = tb.tb_lineno
+        tb = tb.tb_next
+    if found is None:
+        return ""
+    text = linecache.getline(label, found).strip()
+    return f", line {found}" + (f" ({text})" if text else "")
 
 
 def pytest_report_header(config):
@@ -79,9 +116,22 @@ TASK_OF = {}  # {function or method: task}, written in by the build
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
+    words = None
+    if call.excinfo is not None:
+        error, labels = call.excinfo.value, _loaded.get("labels", ())
+        called = _last_call.pop("words", None) if _last_call.pop("error", None) is error else None
+        try:
+            words = failure_in_words(error, call.excinfo.tb, labels, _torch_meaning(), called)
+            if words is not None:  # the traceback ends at the student's line: torch's own frames say nothing to them
+                _end_at_the_student_s_line(call.excinfo.tb, labels)
+                call.excinfo.traceback = type(call.excinfo.traceback)(call.excinfo.tb)
+        except Exception:  # noqa: BLE001  (the words are a help: a fault in them must not hide the failure)
+            words = None
     outcome = yield
     report = outcome.get_result()
-    if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
+    if call.excinfo is None:
+        return
+    if words is None and call.excinfo.errisinstance(NotImplementedError):  # a stub's own raise, not torch's
         task = item.module.__name__.removeprefix("test_")
         raised_in = call.excinfo.traceback[-1].name  # the function that still raises it
         helper_task = TASK_OF.get(raised_in, task)
@@ -98,3 +148,256 @@ def pytest_runtest_makereport(item, call):
             f"Fill it in, in {_loaded['path'].name}, where it says # YOUR CODE HERE: delete the line "
             f"raise NotImplementedError(...), write the body, then run pytest -k {task} again."
         )
+        return
+    if words is not None:  # after the traceback and torch's message, which stay as they are
+        if hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection(WORDS_HEADING, words)
+        else:
+            report.sections.append((WORDS_HEADING, words))
+
+
+# --- a torch error in your code, in words ---------------------------------------------------------------------
+# The checks call your functions through a thin wrapper that, when a call raises, writes down the arguments it got
+# (their shapes, dtypes and devices) and raises the same error again, untouched. Your own code calls your functions
+# themselves: the wrappers are only in the module the checks import.
+
+WORDS_HEADING = "what went wrong, in words"
+_last_call = {}  # {"error": the error a checked call raised, "words": that call, in words}
+_TORCH_KINDS = (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError)
+_GENERIC = ("torch refused that operation, and its message above says what it checked. Compare it with the shapes "
+            "listed here: write each tensor's shape beside the line ((B, H, Lq, dh) and so on) and find the one "
+            "that is not what the line assumes.")
+
+
+def checked_module(module, labels):
+    """The module the checks import: ``module`` (the student's) with each function defined in its code (compiled
+    as one of ``labels``) wrapped by ``_watched``. The functions' own globals stay ``module``'s."""
+    checked = types.ModuleType(module.__name__)
+    checked.__dict__.update(module.__dict__)
+    for name, value in module.__dict__.items():
+        if isinstance(value, types.FunctionType) and value.__code__.co_filename in labels:
+            checked.__dict__[name] = _watched(value)
+    return checked
+
+
+def _watched(function):
+    @functools.wraps(function)
+    def watched(*args, **kwargs):
+        __tracebackhide__ = True  # pytest shows your frames, not this one
+        try:
+            return function(*args, **kwargs)
+        except BaseException as error:
+            _remember(error, function, args, kwargs)
+            raise
+
+    return watched
+
+
+def _remember(error, function, args, kwargs):
+    try:
+        try:
+            arguments = list(inspect.signature(function).bind_partial(*args, **kwargs).arguments.items())
+        except (TypeError, ValueError):  # a call that does not fit the signature: Python's own TypeError says so
+            arguments = [(None, value) for value in args] + list(kwargs.items())
+        devices = _off_the_cpu(value for _, value in arguments)
+        shown = [_value_words(value, devices) if name is None else f"{name}={_value_words(value, devices)}"
+                 for name, value in arguments]
+        _last_call.update(error=error, words=f"{function.__name__}({', '.join(shown)})")
+    except Exception:  # noqa: BLE001  (only the words are lost; the error itself goes on untouched)
+        pass
+
+
+def _torch_meaning():
+    try:
+        from checks import torch_error_meaning
+    except ImportError:  # a checks.py from before it had one: the words still name the function, line and shapes
+        return None
+    return torch_error_meaning
+
+
+def failure_in_words(error, tb, labels, meaning=None, called=None):
+    """What went wrong, in words, when ``error`` (raised through traceback ``tb``) is torch's, raised inside the
+    student's code (compiled as one of ``labels``); else None, and the error is told as pytest tells it.
+
+    Torch's: raised by a torch operation on a line of theirs (not by their own ``raise`` or ``assert``), or inside
+    torch's own Python code that a line of theirs called. The words name the function that stopped and the line,
+    the tensors on that line with their shapes, the call the check made (``called``, from the wrapper; else the
+    arguments as the function holds them), and what the message means (``meaning(message)``, None where unknown).
+    """
+    entries = []  # (frame, line, instruction) of each level of the traceback, outermost first
+    while tb is not None:
+        entries.append((tb.tb_frame, tb.tb_lineno, tb.tb_lasti))
+        tb = tb.tb_next
+    mine = [entry for entry in entries if entry[0].f_code.co_filename in labels]
+    if not mine or not isinstance(error, Exception):
+        return None
+    message = str(error)
+    meant = meaning(message) if meaning is not None else None
+    frame, line, instruction = mine[-1]
+    operands = _operands(frame, line, instruction)
+    if entries[-1][0] is frame:  # raised on a line of theirs
+        if _raises(frame.f_code, instruction) or not isinstance(error, _TORCH_KINDS):
+            return None  # their own raise or assert, or Python's NameError, KeyError...: told as it is
+        torch = sys.modules.get("torch")
+        if meant is None and "ensor" not in message and not (
+                torch is not None and any(isinstance(value, torch.Tensor) for _, value in operands)):
+            return None  # Python's own error on Python values (a list's index, a dict's key)
+    elif not _in_torch(entries[-1][0].f_code.co_filename):
+        return None
+    outer, inner = _function_name(mine[0][0]), _function_name(frame)
+    devices = _off_the_cpu(value for _, value in operands)
+    head = f"{outer} stopped with {type(error).__name__}" + (f" in {inner}" if inner != outer else "")
+    head += f", at {frame.f_code.co_filename}, line {line}"
+    segment = " ".join(_segment(frame, line, instruction).split())
+    if segment:
+        head += f", in `{segment}`"
+    lines = [head + (", where" if operands else ".")]
+    lines += [f"  {name} is {_value_words(value, devices)}" for name, value in operands]
+    lines.append(f"The check called {called or _arguments_words(mine[0][0])}.")
+    lines.append("What it means: " + (meant or _GENERIC))
+    return "\n".join(lines)
+
+
+def _end_at_the_student_s_line(tb, labels):
+    """Leave torch's own levels out of traceback ``tb`` (``module(x)``'s on the way in, those under the student's
+    last line): pytest rebuilds what it shows from the chain, so the chain itself is relinked."""
+    levels = []
+    while tb is not None:
+        levels.append(tb)
+        tb = tb.tb_next
+    last = max((at for at, level in enumerate(levels) if level.tb_frame.f_code.co_filename in labels), default=None)
+    if last is None:
+        return
+    kept = [level for level in levels[1:last + 1] if not _in_torch(level.tb_frame.f_code.co_filename)]
+    for level, after in zip([levels[0]] + kept, kept + [None]):  # the first is pytest's own level: always kept
+        level.tb_next = after
+
+
+def _raises(code, instruction):
+    """Whether the instruction at offset ``instruction`` of ``code`` is a raise statement (or an assert's)."""
+    for step in dis.get_instructions(code):
+        if step.offset == instruction:
+            return step.opname in ("RAISE_VARARGS", "RERAISE")
+    return False
+
+
+def _in_torch(filename):
+    torch = sys.modules.get("torch")
+    folder = os.path.dirname(getattr(torch, "__file__", None) or "") if torch is not None else ""
+    return bool(folder) and os.path.abspath(filename).startswith(folder + os.sep)
+
+
+def _function_name(frame):
+    """A frame's function as the student wrote it: ``name``, or ``Class.name`` for a method."""
+    code = frame.f_code
+    if code.co_argcount and code.co_varnames[0] == "self" and "self" in frame.f_locals:
+        return f"{type(frame.f_locals['self']).__name__}.{code.co_name}"
+    return code.co_name
+
+
+def _segment(frame, line, instruction):
+    """The text of the expression that raised: the instruction's own columns where Python keeps them (3.11 on),
+    else its whole line."""
+    lines = linecache.getlines(frame.f_code.co_filename)
+    try:
+        start, end, column, end_column = list(frame.f_code.co_positions())[instruction // 2]
+        if start and end and column is not None and end_column is not None and end <= len(lines):
+            text = [row.encode("utf-8") for row in lines[start - 1:end]]  # the columns count bytes
+            text[-1] = text[-1][:end_column]
+            text[0] = text[0][column:]
+            return b"".join(text).decode("utf-8", "replace")
+    except (AttributeError, IndexError, TypeError, ValueError):  # before Python 3.11, or no position kept
+        pass
+    return lines[line - 1].split("#")[0].strip() if 0 < line <= len(lines) else ""
+
+
+_STRING = re.compile(r"""(?s)('''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")""")
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(?!\s*=(?!=))")  # not a keyword=
+_MISSING = object()
+
+
+def _operands(frame, line, instruction):
+    """[(name, value)] of the tensors (and None and numbers) that the expression which raised names, up to 6."""
+    torch = sys.modules.get("torch")
+    text = _STRING.sub("''", _segment(frame, line, instruction))
+    found = {}
+    for dotted in _DOTTED.findall(text):
+        parts = [part.strip() for part in dotted.split(".")]
+        if keyword.iskeyword(parts[0]):
+            continue
+        value, name = frame.f_locals.get(parts[0], frame.f_globals.get(parts[0], _MISSING)), parts[0]
+        for part in parts[1:]:
+            inner = _attribute(value, part)
+            if inner is _MISSING:
+                break
+            value, name = inner, f"{name}.{part}"
+        shown = value is None or isinstance(value, (bool, int, float)) or (torch is not None and (
+            isinstance(value, torch.Tensor) or (isinstance(value, (list, tuple)) and value and all(
+                isinstance(item, torch.Tensor) for item in value))))
+        if value is not _MISSING and shown and name not in found:
+            found[name] = value
+    return list(found.items())[:6]
+
+
+def _attribute(value, name):
+    """``value.name`` where it is data the object holds (a module's parameter, an attribute set on it), else
+    _MISSING: a property or a method is never run to show it."""
+    if value is _MISSING or isinstance(value, types.ModuleType):
+        return _MISSING
+    held = getattr(value, "__dict__", None)
+    if not isinstance(held, dict):
+        return _MISSING
+    for store in ("_parameters", "_buffers", "_modules"):  # where torch.nn.Module keeps its tensors
+        if isinstance(held.get(store), dict) and name in held[store]:
+            return held[store][name]
+    return held.get(name, _MISSING)
+
+
+def _off_the_cpu(values):
+    """Whether any tensor among ``values`` (or in a list among them) is on a device other than the CPU."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    for value in values:
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, torch.Tensor) and item.device.type != "cpu":
+                return True
+    return False
+
+
+def _value_words(value, devices=False):
+    """A value as the words show it: a tensor by its shape and dtype ("(2, 3, 5, 4) float32", its device added
+    when ``devices``), a list of tensors by theirs, a number or None as itself."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        words = f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+        return f"{words} on {value.device}" if devices else words
+    if torch is not None and isinstance(value, (list, tuple)) and value and all(
+            isinstance(item, torch.Tensor) for item in value):
+        shown = ", ".join(_value_words(item, devices) for item in value[:4])
+        return f"a {type(value).__name__} of {len(value)} tensors: {shown}{', ...' if len(value) > 4 else ''}"
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 40 else repr(value[:37]) + "..."
+    return f"a {type(value).__name__}"
+
+
+def _arguments_words(frame):
+    """A frame's call, from its arguments as the function holds them when it stopped (a method's: no wrapper saw
+    the call); an argument the function reassigns is marked so."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) + bool(
+        code.co_flags & inspect.CO_VARKEYWORDS)
+    names = [name for name in code.co_varnames[:count] if name != "self"]
+    reassigned = set()
+    for step in dis.get_instructions(code):
+        if step.opname.startswith(("STORE_FAST", "DELETE_FAST", "STORE_DEREF")):
+            reassigned.update(step.argval if isinstance(step.argval, tuple) else (step.argval,))
+    values = [(name, frame.f_locals.get(name, _MISSING)) for name in names]
+    values = [(name, value) for name, value in values if value is not _MISSING]
+    devices = _off_the_cpu(value for _, value in values)
+    shown = [f"{name}={_value_words(value, devices)}"
+             + (" (as it is when it stopped: your code reassigns it)" if name in reassigned else "")
+             for name, value in values]
+    return f"{_function_name(frame)}({', '.join(shown)})"
