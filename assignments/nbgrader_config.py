@@ -4,15 +4,17 @@
 # Each setting below answers a trap of nbgrader's; tests/test_nbgrader_course.py checks them all.
 
 import os
+import warnings
 
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from sqlalchemy.exc import SAWarning
 from nbgrader.converters import Autograde
-from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades, SaveAutoGrades
+from nbgrader.preprocessors import Execute, GetGrades, OverwriteCells, SaveAutoGrades
 
 from autograder.sandbox import limits
 from autograder.sandbox.kernel import SandboxedKernelManager
 from autograder.ways_in.nbgrader_bridge import BoundedExecute, NamedContents, TrustedGrades
-from autograder.ways_in.nbgrader_inert import MakeInert, OfflineMath
+from autograder.ways_in.nbgrader_inert import ClearHiddenTestsInFeedback, MakeInert, OfflineMath, OverwriteCellsQuietly
 
 c = get_config()  # noqa: F821  (nbgrader provides get_config)
 
@@ -49,6 +51,20 @@ c.BoundedExecute.kernel_manager_class = SandboxedKernelManager
 
 # A student who deletes a graded cell is still graded on it: the cell is put back from the gradebook.
 c.OverwriteCells.add_missing_cells = True
+# Each locked cell is put back from the gradebook, as nbgrader does; OverwriteCellsQuietly first gives a cell
+# that is exactly as released its hidden tests back, so nbgrader's checksum warning is left for a cell a student
+# did edit (nbgrader warns for every hidden test of every submission otherwise: autograder/ways_in/nbgrader_inert.py).
+c.Autograde.sanitize_preprocessors = [OverwriteCellsQuietly if step is OverwriteCells else step
+                                      for step in Autograde.class_traits()["sanitize_preprocessors"].default()]
+
+# One warning of SQLAlchemy's, narrowly: nbgrader 0.9's Gradebook.add_submission makes each submission's rows from
+# the student's and the assignment's, reads their relationships, and only then adds the submission to its session
+# (nbgrader/api.py). SQLAlchemy 2 no longer adds an object along a backref, so its autoflush says the add "will not
+# proceed", once per row, though nbgrader's own add follows and the gradebook holds every row
+# (tests/test_quiet_runs.py checks both). SQLAlchemy 1.4 would not warn, but the alembic that nbgrader runs needs 2.
+warnings.filterwarnings("ignore", category=SAWarning, module=r"nbgrader\.api$",
+                        message=r"Object of type <Submitted(Assignment|Notebook)> not in session, add operation along "
+                                r"'(Student|Assignment|Notebook)\.submissions' will not proceed")
 
 # Every non-notebook file of the source folder (checks.py) is put back over the student's copy at
 # grading time, so an edited checks.py cannot weaken the visible checks. No file is excluded.
@@ -62,7 +78,7 @@ c.Autograde.exclude_overwriting = {}
 # NamedContents puts a contents list that names each test at the top (nbgrader's own calls each "Test cell").
 # OfflineMath writes each formula as MathML, which browsers draw themselves: nbconvert leaves the TeX for
 # MathJax, loaded from a CDN, so a student reading the feedback offline would see raw TeX.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, MakeInert, OfflineMath, NamedContents,
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTestsInFeedback, MakeInert, OfflineMath, NamedContents,
                                     CSSHTMLHeaderPreprocessor]
 
 # The grade of each graded cell comes from the kit's grader, run out of the student's kernel on the

@@ -242,7 +242,9 @@ def test_outputs_keep_text_and_pictures_and_lose_scripts_widgets_and_svg():
                      ["text/plain"], ["text/plain"], ["text/plain"], ["text/plain"]]
     assert outputs[0].data["text/html"] == "<b>bold</b><img src=\"x\">"
     assert outputs[1].data["text/plain"] == "[not shown here: application/javascript output]"
-    assert outputs[4].data["image/png"] == PNG and dict(outputs[4].metadata) == {"image/png": {"height": 20}}
+    # An alt text is added where none was given (nbconvert warns for each picture without one).
+    assert outputs[4].data["image/png"] == PNG and dict(outputs[4].metadata) == {
+        "image/png": {"height": 20, "alt": "Figure 1 printed by this cell (no title in its code)"}}
     assert outputs[5].data["text/plain"] == "<IPython.core.display.Javascript object>"  # its own text stays
     assert MARK not in str(outputs[3:])
 
@@ -251,7 +253,20 @@ def test_a_plain_picture_and_its_size_come_through_untouched():
     picture = _output({"image/png": PNG, "text/plain": "<Figure size 640x480 with 1 Axes>"},
                       {"image/png": {"width": 640, "height": 480}})
     cell = inert(_notebook([nbformat.v4.new_code_cell("plot()", outputs=[copy.deepcopy(picture)])])).cells[0]
-    assert cell.outputs == [picture]
+    described = copy.deepcopy(picture)
+    described.metadata["image/png"]["alt"] = "Figure 1 printed by this cell (no title in its code)"
+    assert cell.outputs == [described]
+
+
+def test_a_picture_is_described_by_its_cells_titles_and_a_given_alt_text_is_kept():
+    picture = _output({"image/png": PNG}, {})
+    source = 'fig, ax = plt.subplots()\nax.set_title("bucket by distance")\nfig.suptitle(\'T5, 4 heads\')\nplt.show()'
+    cell = inert(_notebook([nbformat.v4.new_code_cell(source, outputs=[copy.deepcopy(picture)])])).cells[0]
+    assert cell.outputs[0].metadata["image/png"]["alt"] == \
+        "Figure 1 printed by this cell (bucket by distance; T5, 4 heads)"
+    given = _output({"image/png": PNG}, {"image/png": {"alt": "my own words"}})
+    cell = inert(_notebook([nbformat.v4.new_code_cell(source, outputs=[copy.deepcopy(given)])])).cells[0]
+    assert cell.outputs[0].metadata["image/png"]["alt"] == "my own words"
 
 
 def test_attachments_keep_their_raster_images_only():
@@ -303,7 +318,7 @@ def test_the_course_config_runs_make_inert_after_the_kernel_and_before_the_feedb
     assert steps.index("MakeInert") == steps.index("BoundedExecute") + 1
     assert steps.index("TrustedGrades") == steps.index("SaveAutoGrades") - 1
     feedback = [step.__name__ for step in config.GenerateFeedback.preprocessors]
-    assert feedback.index("ClearHiddenTests") < feedback.index("MakeInert") < feedback.index("OfflineMath")
+    assert feedback.index("ClearHiddenTestsInFeedback") < feedback.index("MakeInert") < feedback.index("OfflineMath")
 
 
 HOSTILE_CODE = f"""\

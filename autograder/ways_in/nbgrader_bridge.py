@@ -49,7 +49,7 @@ from autograder.core import units
 
 try:  # the kit is usable without nbgrader; only the course needs it
     from nbgrader.preprocessors import Execute as _Execute, NbGraderPreprocessor as _Preprocessor
-    from traitlets import Float, Integer, Unicode
+    from traitlets import Float, Integer, List, Unicode
 except ImportError:
     _Execute = _Preprocessor = object
 
@@ -553,6 +553,11 @@ class NamedContents(_Preprocessor):
     that names each test, says what it checks and how many of its points the student got. Its text is the
     rubric's and the scores GetGrades read, nothing of the student's, so it needs no cleaning.
     """
+
+    # nbconvert's output priority, accepted as configurable so that traitlets does not warn that this step does not
+    # know it (the same as nbgrader_inert.FeedbackStep; a way in does not import another).
+    if _Preprocessor is not object:
+        display_data_priority = List(_Preprocessor.class_traits()["display_data_priority"].default()).tag(config=True)
 
     def preprocess(self, nb, resources):
         import nbformat

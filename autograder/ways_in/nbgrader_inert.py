@@ -23,14 +23,16 @@ Streams and errors are left alone: nbconvert escapes them, escape sequences
 included (``ansi2html`` turns them into spans of its own).
 """
 
+import copy
 import re
 from html.parser import HTMLParser
 
 import nh3
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbformat import NotebookNode
-from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 from pygments.token import STANDARD_TYPES
+from traitlets import List
 
 TEXT_OUTPUTS = frozenset({"text/plain", "text/latex"})  # nbconvert escapes both
 IMAGE_OUTPUTS = frozenset({"image/png", "image/jpeg"})
@@ -270,7 +272,79 @@ def make_inert(cell):
     return cell
 
 
-class MakeInert(NbGraderPreprocessor):
+# The titles a cell gives its figures (plt.title("..."), ax.set_title('...'), fig.suptitle(...)): a plain string
+# literal only, read from the cell's text, never run.
+_TITLE = re.compile(r"""(?:\btitle|\bset_title|\bsuptitle)\(\s*[rf]?(["'])((?:(?!\1)[^\\\n]){1,120})\1""")
+
+
+def describe_images(cell):
+    """Alt text for each picture a code cell printed that has none: what its titles say, or which cell made it.
+
+    nbconvert's HTML gives an image with no alt text a placeholder and warns once per page ("Alternative text is
+    missing on N image(s)"); a screen reader then says nothing useful. The text is written quoted and escaped.
+    """
+    titles = [match.group(2) for match in _TITLE.finditer(cell.get("source") or "")]
+    count = 0
+    for output in cell.get("outputs", []):
+        for mime in IMAGE_OUTPUTS:
+            if mime not in output.get("data", {}):
+                continue
+            own = output.setdefault("metadata", NotebookNode()).setdefault(mime, NotebookNode())
+            if not isinstance(own.get("alt"), str) or not own["alt"].strip():
+                count += 1
+                about = "; ".join(titles) if titles else "no title in its code"
+                own["alt"] = f"Figure {count} printed by this cell ({about})"
+
+
+# nbconvert's HTML exporter configures ``NbConvertBase.display_data_priority``, which every preprocessor inherits;
+# nbgrader's base class declares the trait again without config=True, so traitlets warned once per nbgrader
+# preprocessor of the feedback ("Config option `display_data_priority` not recognized by ..."), four warnings a
+# run that no instructor could act on. Each feedback step takes it as configurable again: the value is nbconvert's
+# own, and no step reads it.
+_PRIORITY = List(NbGraderPreprocessor.class_traits()["display_data_priority"].default()).tag(config=True)
+
+
+class FeedbackStep(NbGraderPreprocessor):
+    """An nbgrader preprocessor of the kit's feedback that accepts nbconvert's output priority (see above)."""
+
+    display_data_priority = _PRIORITY
+
+
+class ClearHiddenTestsInFeedback(ClearHiddenTests):
+    """nbgrader's ClearHiddenTests (configured as ``ClearHiddenTests``), accepting nbconvert's output priority."""
+
+    display_data_priority = _PRIORITY
+
+
+class OverwriteCellsQuietly(OverwriteCells):
+    """nbgrader's OverwriteCells (configured as ``OverwriteCells``), without a false warning on every hidden test.
+
+    The gradebook keeps a locked cell's checksum from before generate_assignment clears its hidden tests, and the
+    released cell's text lacks them: for each such cell of every submission, OverwriteCells warned "Attribute
+    'checksum' ... has changed!" (nbgrader issue 1961), and a cell a student did edit looked the same as one
+    nobody touched. Here a locked cell whose text is exactly what was released (the gradebook's text with its
+    hidden tests cleared) gets the gradebook's text back first, so OverwriteCells finds it unchanged; a cell
+    that differs from what was released is left to OverwriteCells, which warns and puts the original back.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None and cell.cell_type == "code":
+            try:
+                source_cell = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except Exception:  # noqa: BLE001  (a missing cell is OverwriteCells' to report, below)
+                source_cell = None
+            if source_cell is not None and source_cell.locked and cell.source != source_cell.source:
+                released = copy.deepcopy(cell)  # a grade cell's metadata, which ClearHiddenTests checks
+                released.source = source_cell.source
+                clear = ClearHiddenTests(parent=self)  # the course's delimiters, from its configuration
+                released, _ = clear.preprocess_cell(released, resources, cell_index)
+                if cell.source == released.source:
+                    cell.source = source_cell.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+class MakeInert(FeedbackStep):
     """Make a student's notebook inert for the pages that show it (the formgrader, the feedback HTML)."""
 
     def preprocess(self, nb, resources):
@@ -278,6 +352,8 @@ class MakeInert(NbGraderPreprocessor):
         nb.metadata.pop("widgets", None)
         for cell in nb.cells:
             make_inert(cell)
+            if cell.cell_type == "code":
+                describe_images(cell)
         return nb, resources
 
 
@@ -365,7 +441,7 @@ def offline_math(source, attachments=None):
     return _one_block(with_math)
 
 
-class OfflineMath(NbGraderPreprocessor):
+class OfflineMath(FeedbackStep):
     """Each formula of the feedback's markdown as MathML, so that it renders without internet access."""
 
     def preprocess(self, nb, resources):
