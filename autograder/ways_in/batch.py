@@ -240,18 +240,23 @@ def skipped_text(skipped):
 
 def write_class_files(results, out_dir, skipped=()):
     """The class's files beside the JSON per student: grades.csv, skipped.txt (what of the class folder was not
-    graded, and why), then the summary (summary.txt and its picture).
+    graded, and why), the summary (summary.txt and its picture), then each student's feedback (feedback/, see
+    autograder/course/feedback.py).
 
-    Returns the summary's paths. A summary that cannot be made is the grader's fault: summary.txt says so, and
-    grades.csv is written all the same."""
+    Returns the summary's paths and the feedback folder. A summary that cannot be made is the grader's fault:
+    summary.txt says so, and grades.csv is written all the same."""
     from autograder.core.report import grades_csv
     from autograder.core.summary import write_summary
+    from autograder.course.feedback import write_feedback
 
     write_atomically(Path(out_dir) / "grades.csv", grades_csv(results))
     write_atomically(Path(out_dir) / SKIPPED, skipped_text(skipped))
     try:
-        return write_summary(results, out_dir)
+        written = write_summary(results, out_dir)
     except Exception as error:  # noqa: BLE001  (said where the summary would be)
         write_atomically(Path(out_dir) / "summary.txt", f"The class summary could not be made ({error!r}); "
                          "the grades are in grades.csv and the JSON files.\n")
-        return [Path(out_dir) / "summary.txt"]
+        written = [Path(out_dir) / "summary.txt"]
+    taken = set()  # the same names, in the same order, as grade_class gave the JSON files
+    return written + [write_feedback(out_dir, results, [file_name(result.name, taken)[:-len(".json")]
+                                                        for result in results])]

@@ -195,8 +195,9 @@ def main(argv=None):
     grade.add_argument("--json", action="store_true",
                        help="print one Gradescope results.json object per submission, one a line")
     grade.add_argument("--out", metavar="DIR",
-                       help="write <name>.json per submission as each is graded, then grades.csv and the class "
-                            "summary (summary.txt, summary.png); a submission already graded there is not graded "
+                       help="write <name>.json per submission as each is graded, then grades.csv, the class "
+                            "summary (summary.txt, summary.png) and each student's feedback "
+                            "(feedback/<name>/<unit>.html and .md); a submission already graded there is not graded "
                             "again, so a run that was stopped goes on where it stopped")
     grade.add_argument("--force", action="store_true", help="with --out: grade again what is already graded there")
     grade.add_argument("--feedback", action="store_true",
