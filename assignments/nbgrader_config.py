@@ -78,6 +78,17 @@ c.Autograde.exclude_overwriting = {}
 # NamedContents puts a contents list that names each test at the top (nbgrader's own calls each "Test cell").
 # OfflineMath writes each formula as MathML, which browsers draw themselves: nbconvert leaves the TeX for
 # MathJax, loaded from a CDN, so a student reading the feedback offline would see raw TeX.
+# The feedback page loads nothing from the network: nbgrader's template loads MathJax from a CDN, which a
+# machine without the internet cannot reach and which OfflineMath (below) makes needless. The kit's template
+# (autograder/ways_in/templates/kit_feedback) is nbgrader's, with nbconvert's MathJax macro replaced by one that
+# writes nothing; nbgrader's template folder stays on the path, since the kit's is based on it.
+import nbgrader as _nbgrader  # noqa: E402
+import autograder.ways_in as _ways_in  # noqa: E402
+
+c.HTMLExporter.template_name = "kit_feedback"
+c.HTMLExporter.extra_template_basedirs = [
+    os.path.join(os.path.dirname(_nbgrader.__file__), "server_extensions", "formgrader", "templates"),
+    os.path.join(os.path.dirname(_ways_in.__file__), "templates")]
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTestsInFeedback, MakeInert, OfflineMath, NamedContents,
                                     CSSHTMLHeaderPreprocessor]
 

@@ -11,6 +11,7 @@ import base64
 import copy
 import re
 import shutil
+import xml.etree.ElementTree as ElementTree
 from html.parser import HTMLParser
 
 import nbformat
@@ -22,7 +23,7 @@ from nbconvert import HTMLExporter
 from autograder.units.positional_encodings import rubric
 from autograder.course.notebook import COURSE
 from autograder.course.release import run_nbgrader
-from autograder.ways_in.nbgrader_inert import MakeInert, clean_markdown, safe_image, safe_link
+from autograder.ways_in.nbgrader_inert import MakeInert, clean_markdown, mathml, safe_image, safe_link
 from autograder.sandbox.server import bubblewrap
 from conftest import NOTEBOOK, SOURCE
 
@@ -462,3 +463,31 @@ def test_a_formula_that_cannot_be_written_as_mathml_stays_as_escaped_tex():
         rf"Before $\text{{<img src=x onerror={MARK}>}}$ after, and $x^2$.")])))
     assert "onerror" not in page.replace(f"&lt;img src=x onerror={MARK}&gt;", "")
     assert _read_math(page).formulas == 1  # x^2 is MathML; the other is its TeX, escaped, for MathJax online
+
+
+def _lesson_formulas():
+    """Every formula of every unit's lesson text: $$...$$ and $...$ in its markdown (jupytext's "# " lines)."""
+    from autograder.core import units
+
+    found = []
+    for unit in units.all_units():
+        text = unit.lesson_path.read_text(encoding="utf-8")
+        markdown = "\n".join(line[2:] for line in text.splitlines() if line.startswith("# "))
+        for match in re.finditer(r"\$\$(.+?)\$\$|\$([^\s$](?:[^$\n]*?[^\s$\\])?)\$", markdown, re.DOTALL):
+            found.append((unit.name, match.group(1) or match.group(2), match.group(1) is not None))
+    return found
+
+
+LESSON_FORMULAS = _lesson_formulas()
+
+
+def test_every_formula_of_every_lesson_becomes_mathml_with_no_tex_left_in_its_text():
+    # Offline, a formula that falls back to its TeX shows raw; one whose text keeps a TeX escape shows a backslash
+    # (\texttt{rel\_k} did, as "rel\_k", online too).
+    assert len(LESSON_FORMULAS) > 20
+    for unit, tex, display in LESSON_FORMULAS:
+        written = mathml(tex, display)
+        assert written is not None, (unit, tex)
+        root = ElementTree.fromstring(written)
+        text = "".join(root.itertext())
+        assert "\\" not in text and "merror" not in written, (unit, tex, text)

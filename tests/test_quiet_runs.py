@@ -10,9 +10,11 @@ left is the one that means something: the checksum of the cell the third student
 
 import csv
 import json
+import os
 import re
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -110,4 +112,72 @@ def test_every_picture_in_the_feedback_is_described(cycle):
     assert set(pages) == {"filled", "blank", "edited"}
     for student, text in pages.items():
         assert "No description has been provided" not in text, student
+        # No empty figure (a demo cell whose student function raised after the figure was made) and no warning
+        # of matplotlib's (a legend with nothing in it, when the grading run trains nothing).
+        assert "with 0 Axes" not in text and "No artists with labels" not in text, student
     assert re.search(r'<img[^>]*alt="Figure 1 printed by this cell \(A fresh learned table', pages["filled"])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The feedback page in a real browser, offline (issue 25, point 2): Debian's chromium and chromedriver, driven by
+# selenium, with every host name unresolvable and a proxy that leads nowhere. CI installs both and sets
+# KIT_REQUIRE_BROWSER=1, so there the test fails rather than skips when they are missing.
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+
+def _browser():
+    chromium, driver = shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        webdriver = None
+    if not (chromium and driver and webdriver):
+        why = "Chromium, chromedriver or selenium is missing (apt-get install chromium chromium-driver)"
+        if os.environ.get("KIT_REQUIRE_BROWSER"):
+            pytest.fail(why + ", and KIT_REQUIRE_BROWSER is set")
+        pytest.skip(why)
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,900",
+                 "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=http://127.0.0.1:9",
+                 "--disable-background-networking", "--disable-component-update", "--no-first-run"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    return webdriver.Chrome(options=options, service=Service(driver))
+
+
+def test_the_feedback_page_renders_offline_in_a_real_browser(cycle, tmp_path):
+    course, _ = cycle
+    page = course / "feedback" / "filled" / ASSIGNMENT / NOTEBOOK.replace(".ipynb", ".html")
+    browser = _browser()
+    try:
+        browser.get(page.as_uri())
+        # Formulas: MathML, drawn by the browser itself, each with a size on the page; no TeX left in the text.
+        sizes = browser.execute_script(
+            "return Array.from(document.querySelectorAll('math')).map(m => m.getBoundingClientRect().width)")
+        text = browser.execute_script("return document.body.innerText")
+        # Pictures: loaded, and each more than one colour.
+        pictures = browser.execute_script(
+            "return Array.from(document.images).map(i => [i.naturalWidth, i.complete, i.alt])")
+        # The screenshot shows the first display formula, where a page without its MathJax would show raw TeX.
+        browser.execute_script("(document.querySelector('math[display=block]') || document.querySelector('math'))"
+                               ".scrollIntoView({block: 'center'})")
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = tmp_path / "feedback.png"
+        assert browser.save_screenshot(str(shot))
+        shutil.copy(shot, ARTIFACTS / "feedback_offline.png")
+        requests = [json.loads(entry["message"])["message"] for entry in browser.get_log("performance")]
+    finally:
+        browser.quit()
+    assert len(sizes) > 20 and all(width > 0 for width in sizes), sizes
+    for tex in ("\\frac", "\\texttt", "\\cdot", "\\_", "$$"):
+        assert tex not in text, tex
+    assert pictures and all(width > 0 and complete and alt for width, complete, alt in pictures), pictures
+    left = [event["params"]["request"]["url"] for event in requests if event["method"] == "Network.requestWillBeSent"
+            and not event["params"]["request"]["url"].startswith(("file:", "data:", "about:"))]
+    assert left == [], left
+    from PIL import Image
+    with Image.open(shot) as image:
+        assert len(image.convert("RGB").getcolors(maxcolors=1 << 20) or range(2)) > 1  # not a blank page

@@ -382,6 +382,9 @@ def _escape(text):
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
+_TEXT_ESCAPE = re.compile(r"\\([_%&#${}])")  # \_ \% \& \# \$ \{ \} in TeX's text mode: the character itself
+
+
 def _written(element):
     tag = element.tag[len(_MATHML_NAMESPACE):] if element.tag.startswith(_MATHML_NAMESPACE) else element.tag
     if tag not in MATHML_TAGS:
@@ -390,7 +393,10 @@ def _written(element):
                          if name in MATHML_ATTRIBUTES and _PLAIN_VALUE.fullmatch(value))
     if tag == "math":
         attributes = ' xmlns="http://www.w3.org/1998/Math/MathML"' + attributes
-    inner = _escape(element.text or "") + "".join(_written(child) + _escape(child.tail or "") for child in element)
+    text = element.text or ""
+    if tag == "mtext":  # \texttt{rel\_k}: latex2mathml keeps text mode's escapes, which would show as "rel\_k"
+        text = _TEXT_ESCAPE.sub(r"\1", text)
+    inner = _escape(text) + "".join(_written(child) + _escape(child.tail or "") for child in element)
     return f"<{tag}{attributes}>{inner.replace(chr(10), ' ').replace(chr(13), ' ')}</{tag}>"
 
 

@@ -467,9 +467,11 @@ assert_raises(ValueError, t5_relative_position_bucket, torch.arange(5), num_buck
 
 # %% [demo: t5_bucket_picture]
 relative = torch.arange(-150, 151)
+# Both sets of buckets first: a function that raises leaves no empty figure behind.
+encoder, decoder = t5_relative_position_bucket(relative), t5_relative_position_bucket(relative, bidirectional=False)
 plt.figure(layout="constrained", figsize=(7, 3.2))
-plt.step(relative, t5_relative_position_bucket(relative), where="mid", label="bidirectional (encoder)")
-plt.step(relative, t5_relative_position_bucket(relative, bidirectional=False), where="mid", label="causal (decoder)")
+plt.step(relative, encoder, where="mid", label="bidirectional (encoder)")
+plt.step(relative, decoder, where="mid", label="causal (decoder)")
 plt.xlabel("relative position j - i")
 plt.ylabel("bucket")
 plt.legend()
@@ -653,16 +655,20 @@ print(f"All of it: {time.perf_counter() - started:.0f} s")
 # average of `-log p(next word)` on stories the model never saw.
 
 # %% [demo: capstone_curves]
-figure, axis = plt.subplots(layout="constrained", figsize=(8, 4))
-for number, (method, run) in enumerate(comparison.language_models.items()):
-    colour = f"C{number}"
-    steps, losses = zip(*run.train_losses)
-    smooth = torch.tensor(losses).unfold(0, 10, 1).mean(1) if len(losses) >= 10 else torch.tensor(losses)
-    axis.plot(steps[len(steps) - len(smooth):], smooth, color=colour, alpha=0.35)
-    axis.plot(*zip(*run.held_out_losses), color=colour, marker="o", label=f"{method} (held out)")
-axis.set(xlabel="training step", ylabel="loss (nats per word)", title="the same model, five ways of giving position")
-axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the curves, never over them
-plt.show()
+if comparison.language_models:
+    figure, axis = plt.subplots(layout="constrained", figsize=(8, 4))
+    for number, (method, run) in enumerate(comparison.language_models.items()):
+        colour = f"C{number}"
+        steps, losses = zip(*run.train_losses)
+        smooth = torch.tensor(losses).unfold(0, 10, 1).mean(1) if len(losses) >= 10 else torch.tensor(losses)
+        axis.plot(steps[len(steps) - len(smooth):], smooth, color=colour, alpha=0.35)
+        axis.plot(*zip(*run.held_out_losses), color=colour, marker="o", label=f"{method} (held out)")
+    axis.set(xlabel="training step", ylabel="loss (nats per word)",
+             title="the same model, five ways of giving position")
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the curves, never over them
+    plt.show()
+else:  # the grading run trains nothing: an empty plot would only show its axes
+    print("No model was trained in this run, so there are no curves to draw.")
 
 # %% [markdown]
 # **What to see.** Every model with position ends below the model without, but the gap is smaller than
