@@ -32,7 +32,7 @@ NOTEBOOK_SECONDS = 300
 # Since each call's inputs are made in the call and each call runs in a thread of its own (issue 23), a call of the
 # reference here takes about 0.2 ms more (1.6-2.0 ms in all, quiet); the materialised path measured 4.7x then.
 # The noise band (benchmarks/timing_noise.py, 2026-12-04, 30 gradings of each unit's reference against itself): 0.40x
-# to 1.95x on 2 busy cores, 0.94x to 1.16x on an H200. The full-points limit is twice the largest: noise alone never
+# to 1.95x on 2 busy cores, 0.86x to 1.16x on an H200. The full-points limit is twice the largest: noise alone never
 # costs a correct vectorized path its points.
 TIMING_BANDS = ((4.0, 1.0), (25.0, 0.5))
 # Sizes where the difference shows. The CPU sizes keep the whole tier to about 0.15 s per submission (L = 384:
