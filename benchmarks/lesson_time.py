@@ -54,9 +54,16 @@ def time_notebook(path, quick=False):
 
     # Unix sockets in a folder of this run's, as nbgrader's kernel uses here: a TCP kernel would make ipykernel warn
     # that its traffic is not encrypted, a warning nobody running the benchmark can act on.
+    # The client makes the manager (so that it also shuts the kernel down: one handed in is left running).
     sockets = tempfile.mkdtemp(prefix="lesson-kernel-")
-    manager = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
-    client = NotebookClient(notebook, km=manager, timeout=900, resources={"metadata": {"path": str(path.parent)}})
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **settings):
+            super().__init__(**settings)
+            self.transport, self.ip = "ipc", os.path.join(sockets, "kernel")
+
+    client = NotebookClient(notebook, kernel_manager_class=IpcKernelManager, kernel_name="python3", timeout=900,
+                            resources={"metadata": {"path": str(path.parent)}})
     figures = []
     try:
         with client.setup_kernel(env=environment, cwd=str(path.parent)):
