@@ -5,6 +5,7 @@ grades any number of submissions with them. Every submission gets a Result
 with a row for each rubric test, whatever the submission does.
 """
 
+import dataclasses
 import os
 import sys
 import threading
@@ -396,6 +397,9 @@ class Grader:
             submission = load(path, self.unit.file_names)
         except LoadError as error:  # the loader turns what is the student's doing into a LoadError; any other
             return _all_failed(self.unit, name, path, f"Could not read the submission: {error}")  # error is ours
+        # The code this unit borrows from other units, run after the student's own: the other units' references
+        # are what the student's functions call, whatever their file holds under those names (units.Unit.borrowed).
+        submission = dataclasses.replace(submission, chunks=submission.chunks + self.unit.given_chunks)
         with self.machine.shared():
             outcome = run_submission(submission, plan, rubric.TASK_NAMES, self.limits, self.server)
         if outcome.load_failure:
