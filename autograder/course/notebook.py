@@ -6,7 +6,9 @@ answer. ``course_files()`` joins them into nbgrader's source notebook, each
 solution cell filled with the reference function (its ``### BEGIN SOLUTION``
 region intact, for ``nbgrader generate_assignment`` to clear) and each test
 cell given the rubric's points and a hidden region that runs the kit's hidden
-cases (``autograder.ways_in.nbgrader_bridge.hidden_check``).
+cases (``autograder.ways_in.nbgrader_bridge.hidden_check``). A ``[given: UNIT]`` cell,
+left empty in the lesson, becomes a plain code cell holding the code the unit borrows
+from UNIT (its rubric's ``BORROWS``, ``Unit.given_code``).
 """
 
 import ast

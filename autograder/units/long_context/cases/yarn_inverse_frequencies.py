@@ -21,7 +21,7 @@ NAME = "yarn_inverse_frequencies"
 HINTS = {
     ("truncate", "truncate=False"): "truncate=False keeps the bounds fractional: no floor or ceil",
     ("bounds", "bounds clamped"): "where a bound falls outside the pairs it is clamped: low at 0, high at dh - 1",
-    ("bounds", "bounds that meet"): "where low == high, high moves up by 0.001: the ramp is then a step at low",
+    ("meeting", "bounds that meet"): "where low == high, high moves up by 0.001: the ramp is then a step at low",
     ("betas", "betas passed"): "the beta arguments seem not to be used",
     ("base", "base passed"): "the base argument seems not to reach the frequencies or the bounds",
 }
