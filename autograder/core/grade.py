@@ -316,6 +316,9 @@ class Grader:
         self.server.ready()
         self.references = timing.ReferenceChildren(
             unit.finished_reference, self.limits, self.server, unit)
+        # The code the unit borrows from other units, read here, before any grading thread: it is parsed, and
+        # ast.parse beside a thread's parse can fail (a CPython bug: see loop_check._PARSING).
+        self.given_chunks = unit.given_chunks
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
         self.tier = {BUBBLEWRAP: "bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job",
                      JOB_USERS: "a user of its own per job, seccomp filter (no namespaces here)"}.get(tier, "NO SANDBOX") \
@@ -399,7 +402,7 @@ class Grader:
             return _all_failed(self.unit, name, path, f"Could not read the submission: {error}")  # error is ours
         # The code this unit borrows from other units, run after the student's own: the other units' references
         # are what the student's functions call, whatever their file holds under those names (units.Unit.borrowed).
-        submission = dataclasses.replace(submission, chunks=submission.chunks + self.unit.given_chunks)
+        submission = dataclasses.replace(submission, chunks=submission.chunks + self.given_chunks)
         with self.machine.shared():
             outcome = run_submission(submission, plan, rubric.TASK_NAMES, self.limits, self.server)
         if outcome.load_failure:

@@ -147,11 +147,12 @@ class Unit:
             lines[node.lineno - 1:node.end_lineno] = self.given_code(other).rstrip("\n").splitlines()
         return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
 
-    @property
+    @cached_property
     def given_chunks(self):
         """The given code of every unit this one borrows from, as chunks of a submission: the grader runs them after
         the student's own chunks in every job (and its loop check reads them there), so that the lender's reference
-        is what the student's functions call."""
+        is what the student's functions call. Made once (it parses the lender's reference: the grader reads it
+        before its grading threads start, since ast.parse is not safe beside them, see loop_check._PARSING)."""
         return [{"label": f"the given code of {other}", "source": self.given_code(other)} for other in self.borrowed]
 
     @cached_property
