@@ -5,6 +5,7 @@ grades any number of submissions with them. Every submission gets a Result
 with a row for each rubric test, whatever the submission does.
 """
 
+import dataclasses
 import os
 import sys
 import threading
@@ -316,6 +317,9 @@ class Grader:
         self.server.ready()
         self.references = timing.ReferenceChildren(
             unit.finished_reference, self.limits, self.server, unit)
+        # The code the unit borrows from other units, read here, before any grading thread: it is parsed, and
+        # ast.parse beside a thread's parse can fail (a CPython bug: see loop_check._PARSING).
+        self.given_chunks = unit.given_chunks
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
         self.tier = {BUBBLEWRAP: "bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job",
                      JOB_USERS: "a user of its own per job, seccomp filter (no namespaces here)"}.get(tier, "NO SANDBOX") \
@@ -398,6 +402,9 @@ class Grader:
             submission = load(path, self.unit.file_names)
         except LoadError as error:  # the loader turns what is the student's doing into a LoadError; any other
             return _all_failed(self.unit, name, path, f"Could not read the submission: {error}")  # error is ours
+        # The code this unit borrows from other units, run after the student's own: the other units' references
+        # are what the student's functions call, whatever their file holds under those names (units.Unit.borrowed).
+        submission = dataclasses.replace(submission, chunks=submission.chunks + self.given_chunks)
         with self.machine.shared():
             outcome = run_submission(submission, plan, rubric.TASK_NAMES, self.limits, self.server)
         if outcome.load_failure:

@@ -13,15 +13,20 @@ A unit is a folder here, ``autograder/units/<name>/``, named after the module it
 * ``lesson.py``: its lesson, in jupytext's percent format (nbgrader's notebook is built from it);
 * ``self_checks/test_<task>.py``: the self-checks its students run with ``pytest -k <task>``.
 
-Beside it, ``solutions/<name>.py`` is its reference.
+Beside it, ``solutions/<name>.py`` is its reference. A reference may call another unit's reference functions
+(``from solutions.<other> import f``) where the rubric declares them (``BORROWS = {"<other>": ("f",)}``): students get
+that code finished in their file in place of the import, and the grader runs the other unit's reference in place of
+whatever their file holds under those names (``Unit.with_given``, ``Unit.given_chunks``).
 The core (load, sandbox, worker, compare, report, batch, timing, the ways in) takes a ``Unit`` and reads all
 of this through it; a new unit adds files and edits none of the core.
 """
 
+import ast
 import functools
 import importlib
 import pkgutil
 import re
+import textwrap
 from functools import cached_property
 from pathlib import Path
 
@@ -66,8 +71,89 @@ class Unit:
 
     @property
     def finished_reference(self):
-        """The reference's text as a student's finished file would read (solution markers removed)."""
-        return strip_markers(self.reference_path.read_text(encoding="utf-8"))
+        """The reference's text as a student's finished file would read (solution markers removed, the given code of
+        the units it borrows from written in: ``with_given``)."""
+        return strip_markers(self.with_given(self.reference_path.read_text(encoding="utf-8")))
+
+    @property
+    def borrowed(self):
+        """{other unit: (function, ...)}: the functions of other units' references that this unit's reference calls,
+        as its rubric's ``BORROWS`` declares them (none where it sets none).
+
+        Its students get those functions finished, as the other unit's reference writes them (``given_code``), and
+        are not graded on them again: every job runs that code after the student's own (``given_chunks``), so the
+        reference's functions stand in for whatever the student's file holds under their names."""
+        return {name: tuple(functions) for name, functions in getattr(self.rubric, "BORROWS", {}).items()}
+
+    def given_code(self, other):
+        """The code of ``other``'s reference that this unit borrows, as students receive it: the functions named in
+        ``borrowed``, with the functions and module-level names of that reference they reach, and its imports, in
+        its order, headed and ended by a comment that says where it comes from."""
+        names = self.borrowed[other]
+        lender = get(other)
+        source = lender.finished_reference
+        tree = ast.parse(source)
+        parts = {}  # the module-level definitions and assignments of the lender, by the names they bind
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                parts[node.name] = node
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    parts.update({name.id: node for name in ast.walk(target) if isinstance(name, ast.Name)})
+        wanted, waiting = set(), list(names)
+        while waiting:
+            name = waiting.pop()
+            if name not in parts:
+                raise ValueError(f"{self.name} borrows {name} from {other}, whose reference defines no {name}")
+            if parts[name] in wanted:
+                continue
+            wanted.add(parts[name])
+            waiting.extend(used.id for used in ast.walk(parts[name]) if isinstance(used, ast.Name) and used.id in parts)
+        lines = source.splitlines()
+        kept = [node for node in tree.body if node in wanted or isinstance(node, (ast.Import, ast.ImportFrom))]
+
+        def text(node):
+            first = min([node.lineno] + [decorator.lineno for decorator in getattr(node, "decorator_list", [])])
+            return "\n".join(lines[first - 1:node.end_lineno])
+
+        imports = [text(node) for node in kept if isinstance(node, (ast.Import, ast.ImportFrom))]
+        definitions = [text(node) for node in kept if not isinstance(node, (ast.Import, ast.ImportFrom))]
+        shown = ", ".join(names)
+        head = textwrap.fill(f"--- Given: {shown}, from the unit {lender.title!r} ({other}), finished, with what it "
+                             "calls there. It is not graded again here: the grading runs this code as it stands here, "
+                             "whatever your copy of it holds.", width=116, initial_indent="# ",
+                             subsequent_indent="# ") + "\n"
+        return head + "\n".join(imports) + "\n\n\n" + "\n\n\n".join(definitions) + "\n# --- End of the given code.\n"
+
+    def with_given(self, source):
+        """``source``, a text of this unit's reference, as students receive it: each module-level line that imports
+        from another unit's reference (``from solutions.<unit> import ...``, of a unit it borrows from) replaced by
+        that unit's ``given_code``. A text without such a line is returned as it is."""
+        borrowed = self.borrowed
+        if not borrowed:
+            return source
+        lines = source.splitlines()
+        for node in reversed(ast.parse(source).body):
+            other = _lender(node)
+            if other is None:
+                continue
+            if other not in borrowed:
+                raise ValueError(f"line {node.lineno}: the reference imports from {other}, which BORROWS in "
+                                 f"{self.name}'s rubric does not name")
+            extra = sorted({alias.name for alias in node.names} - set(borrowed[other]))
+            if extra:
+                raise ValueError(f"line {node.lineno}: the reference imports {', '.join(extra)} from {other}, which "
+                                 f"BORROWS in {self.name}'s rubric does not name")
+            lines[node.lineno - 1:node.end_lineno] = self.given_code(other).rstrip("\n").splitlines()
+        return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
+
+    @cached_property
+    def given_chunks(self):
+        """The given code of every unit this one borrows from, as chunks of a submission: the grader runs them after
+        the student's own chunks in every job (and its loop check reads them there), so that the lender's reference
+        is what the student's functions call. Made once (it parses the lender's reference: the grader reads it
+        before its grading threads start, since ast.parse is not safe beside them, see loop_check._PARSING)."""
+        return [{"label": f"the given code of {other}", "source": self.given_code(other)} for other in self.borrowed]
 
     @cached_property
     def reference(self):
@@ -128,6 +214,15 @@ def names():
 
 
 _LOADED = {}
+REFERENCES = "solutions"  # the package of the units' references: ``from solutions.<unit> import f`` borrows f
+
+
+def _lender(node):
+    """The unit a module-level statement of a reference imports from (``from solutions.<unit> import ...``), or
+    None for any other statement."""
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(REFERENCES + "."):
+        return node.module[len(REFERENCES) + 1:]
+    return None
 
 
 def get(name):

@@ -61,7 +61,8 @@ def solution_regions(source):
 
 def make_stub(source, unit):
     """The student version of ``source`` (``unit``'s reference): each solution region replaced by a
-    NotImplementedError naming its task."""
+    NotImplementedError naming its task, and the code it borrows from other units written in (``Unit.with_given``)."""
+    source = unit.with_given(source)
     tree = ast.parse(source)
     lines = source.splitlines()
     regions = solution_regions(source)

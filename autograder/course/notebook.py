@@ -6,7 +6,9 @@ answer. ``course_files()`` joins them into nbgrader's source notebook, each
 solution cell filled with the reference function (its ``### BEGIN SOLUTION``
 region intact, for ``nbgrader generate_assignment`` to clear) and each test
 cell given the rubric's points and a hidden region that runs the kit's hidden
-cases (``autograder.ways_in.nbgrader_bridge.hidden_check``).
+cases (``autograder.ways_in.nbgrader_bridge.hidden_check``). A ``[given: UNIT]`` cell,
+left empty in the lesson, becomes a plain code cell holding the code the unit borrows
+from UNIT (its rubric's ``BORROWS``, ``Unit.given_code``).
 """
 
 import ast
@@ -28,7 +30,7 @@ def notebook_name(unit):
     return f"{unit.name}.ipynb"
 
 _HEADER = re.compile(r"^# %%(?:\s+\[(?P<kind>\w+)(?::\s*(?P<name>\w+))?\])?\s*$")
-KINDS = ("code", "markdown", "demo", "solution", "tests")
+KINDS = ("code", "markdown", "demo", "solution", "tests", "given")
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
@@ -39,7 +41,8 @@ class LessonError(ValueError):
 @dataclass
 class LessonCell:
     kind: str  # one of KINDS
-    name: str  # the function of a solution cell, the test of a tests cell, the demo's name
+    name: str  # the function of a solution cell, the test of a tests cell, the demo's name, the unit a given cell
+    # holds the borrowed code of
     body: str
     line: int  # where its header is in the lesson, for messages
 
@@ -53,7 +56,7 @@ def parse_lesson(text):
             kind = header.group("kind") or "code"
             if kind not in KINDS:
                 raise LessonError(f"lesson line {number}: unknown cell kind [{kind}]")
-            if kind in ("demo", "solution", "tests") and not header.group("name"):
+            if kind in ("demo", "solution", "tests", "given") and not header.group("name"):
                 raise LessonError(f"lesson line {number}: a [{kind}] cell needs a name: [{kind}: NAME]")
             current = LessonCell(kind, header.group("name") or "", "", number)
             cells.append(current)
@@ -102,6 +105,18 @@ def _nbgrader(grade_id, *, grade=False, solution=False, locked=False, points=Non
 
 def _check_against_rubric(rubric, cells):
     solutions = [cell.name for cell in cells if cell.kind == "solution"]
+    given = [cell for cell in cells if cell.kind == "given"]
+    borrowed = getattr(rubric, "BORROWS", {})
+    for missing in sorted(set(borrowed) - {cell.name for cell in given}):
+        raise LessonError(f"the lesson has no [given: {missing}] cell, where the code it borrows from {missing} goes")
+    for cell in given:
+        if cell.name not in borrowed or [other.name for other in given].count(cell.name) > 1:
+            raise LessonError(f"lesson line {cell.line}: [given: {cell.name}] names a unit the rubric's BORROWS does "
+                              "not, or one named twice")
+        first_solution = next((other.line for other in cells if other.kind == "solution"), None)
+        if cell.body or first_solution is not None and cell.line > first_solution:
+            raise LessonError(f"lesson line {cell.line}: a [given: {cell.name}] cell is left empty (the build writes "
+                              "the borrowed code there), before the first solution cell that may call it")
     tests = [cell.name for cell in cells if cell.kind == "tests"]
     for missing in sorted(set(rubric.TASK_OF_FUNCTION) - set(solutions)):
         raise LessonError(f"the lesson has no [solution: {missing}] cell")
@@ -154,6 +169,14 @@ def build_notebook(unit, lesson_text, reference_text):
             metadata = _nbgrader(test.id, grade=True, locked=True, points=test.points)
         elif cell.kind == "demo":
             source, metadata = cell.body, _nbgrader(f"demo_{cell.name}", locked=True)
+        elif cell.kind == "given":
+            # A plain code cell, the student's to run: their self-checks and every job read it as their own code
+            # (the grader runs its own copy after it: units.Unit.given_chunks).
+            source, metadata = unit.given_code(cell.name), {}
+            cell_id = f"given-{cell.name}"
+            notebook_cells.append({"cell_type": "code", "execution_count": None, "id": cell_id.replace("_", "-"),
+                                   "metadata": metadata, "outputs": [], "source": source.rstrip("\n")})
+            continue
         else:
             source, metadata = cell.body, {}
         cell_id = metadata["nbgrader"]["grade_id"] if metadata else f"code-{number:02d}"

@@ -630,6 +630,9 @@ class Check:
             elif not any(node.lineno <= begin + 1 <= node.end_lineno for begin, _ in regions):
                 self.problem(f"{function} in {self.reference_file} has no ### BEGIN SOLUTION / ### END SOLUTION "
                              "region: students would receive its answer; mark the lines to clear")
+        self._borrowed(source, tree)
+        if self.blocked:
+            return
         try:
             make_stub(source, unit)
         except ValueError as error:
@@ -650,6 +653,39 @@ class Check:
         for table in ("STAND_INS", "VIEWS"):
             if not isinstance(getattr(self.job, table, {}), dict):
                 self.problem(f"{table} in {self.where}/job.py is not a dict: {{name: function}}")
+
+    def _borrowed(self, source, tree):
+        """The rubric's BORROWS: other units' reference functions, each imported by the reference once, none of them
+        (nor what the given code brings with it) a name of this unit's own tasks."""
+        from autograder.core import units
+
+        unit = self.unit
+        where = f"{self.where}/rubric.py's BORROWS"
+        imported = {}
+        for node in tree.body:
+            other = units._lender(node)
+            if other is not None:
+                imported.setdefault(other, []).extend(alias.name for alias in node.names)
+        for other, functions in unit.borrowed.items():
+            if other == self.name or other not in units.folder_names():
+                self.problem(f"{where} names {other}, which is no other unit")
+                continue
+            if sorted(imported.get(other, [])) != sorted(functions):
+                self.problem(f"{where} names {', '.join(functions)} of {other}: {self.reference_file} imports them "
+                             f"once, by one line: from solutions.{other} import {', '.join(functions)}")
+                continue
+            try:
+                given = ast.parse(unit.given_code(other))
+            except Exception as error:
+                self.problem(f"{where}: the code borrowed from {other} cannot be given ({_error(error)})")
+                continue
+            bound = {node.name for node in given.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+            clash = sorted(bound & set(unit.rubric.TASK_OF_FUNCTION))
+            if clash:
+                self.problem(f"{where}: the code given from {other} defines {', '.join(clash)}, a function of this "
+                             "unit's own tasks; the grader would run the given one in its place")
+        for other in sorted(set(imported) - set(unit.borrowed)):
+            self.problem(f"{self.reference_file} imports from {other}'s reference, which {where} does not name")
 
     # -- the hidden cases --------------------------------------------------------------------------------------
     def cases(self):

@@ -1,0 +1,47 @@
+"""Self-checks for task yarn_inverse_frequencies: yarn_inverse_frequencies. Run: pytest -k yarn_inverse_frequencies"""
+
+import pytest
+import torch
+
+from checks import assert_close
+from long_context import yarn_inverse_frequencies
+
+
+def test_yarn_inverse_frequencies_give_one_float32_frequency_per_pair():
+    got = yarn_inverse_frequencies(16, factor=4.0, trained_length=2048)
+    assert isinstance(got, torch.Tensor) and got.shape == (8,) and got.dtype == torch.float32, \
+        f"expected a float32 tensor of shape (dh/2,) = (8,), got {getattr(got, 'dtype', type(got))} " \
+        f"{tuple(getattr(got, 'shape', ()))}"
+
+
+def test_yarn_inverse_frequencies_match_the_worked_example():
+    assert_close(yarn_inverse_frequencies(8, factor=4.0, trained_length=2048),
+                 torch.tensor([1.0, 0.1, 0.00625, 0.00025]),
+                 what="yarn_inverse_frequencies(8, factor=4.0, trained_length=2048)", rtol=1e-5, atol=0.0,
+                 hint="low = floor(pair(32)) = floor(1.008) = 1 and high = ceil(pair(1)) = ceil(2.513) = 3, so the "
+                      "ramp over pairs 0..3 is [0, 0, 0.5, 1]: keep theta, blend, then theta / factor.")
+
+
+def test_yarn_inverse_frequencies_keep_the_fast_pairs_and_interpolate_the_slow_ones():
+    plain = 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)
+    got = yarn_inverse_frequencies(64, factor=8.0, trained_length=4096).double()
+    assert_close(got[:3], plain[:3], what="pairs 0..2 (they turn hundreds of times within L)", rtol=1e-5, atol=0.0,
+                 hint="pairs below low keep their frequency: is the ramp running the right way?")
+    assert_close(got[-3:], plain[-3:] / 8, what="the last three pairs (less than one turn within L)", rtol=1e-5,
+                 atol=0.0, hint="pairs above high are divided by the factor.")
+
+
+def test_yarn_inverse_frequencies_without_truncation_keep_fractional_bounds():
+    assert_close(yarn_inverse_frequencies(8, factor=4.0, trained_length=2048, truncate=False),
+                 torch.tensor([1.0, 0.1, 0.0050570, 0.00025]),
+                 what="yarn_inverse_frequencies(8, factor=4.0, trained_length=2048, truncate=False)", rtol=1e-4,
+                 atol=0.0, hint="low = 1.008 and high = 2.513, no floor or ceil: pair 2 is at (2 - 1.008) / 1.505 "
+                                "= 0.659 of the ramp.")
+
+
+@pytest.mark.parametrize("kwargs", [{"factor": 0.5}, {"beta_fast": 1.0, "beta_slow": 32.0}, {"beta_slow": 0.0},
+                                    {"trained_length": 0}])
+def test_yarn_inverse_frequencies_reject_what_the_docstring_calls_invalid(kwargs):
+    call = {"factor": 4.0, "trained_length": 2048} | kwargs
+    with pytest.raises(ValueError):
+        yarn_inverse_frequencies(16, **call)
