@@ -50,15 +50,30 @@ def time_notebook(path, quick=False):
     notebook = nbformat.read(path, as_version=4)
     environment = dict(os.environ, POSITIONAL_KIT_QUICK="1" if quick else "0")
     environment.pop("NBGRADER_EXECUTION", None)
-    client = NotebookClient(notebook, timeout=900, kernel_name="python3",
+    from jupyter_client.manager import AsyncKernelManager
+
+    # Unix sockets in a folder of this run's, as nbgrader's kernel uses here: a TCP kernel would make ipykernel warn
+    # that its traffic is not encrypted, a warning nobody running the benchmark can act on.
+    # The client makes the manager (so that it also shuts the kernel down: one handed in is left running).
+    sockets = tempfile.mkdtemp(prefix="lesson-kernel-")
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **settings):
+            super().__init__(**settings)
+            self.transport, self.ip = "ipc", os.path.join(sockets, "kernel")
+
+    client = NotebookClient(notebook, kernel_manager_class=IpcKernelManager, kernel_name="python3", timeout=900,
                             resources={"metadata": {"path": str(path.parent)}})
     figures = []
-    with client.setup_kernel(env=environment, cwd=str(path.parent)):
-        for title, cells in _parts(notebook):
-            started = time.perf_counter()
-            for index in cells:
-                client.execute_cell(notebook.cells[index], index)
-            figures.append((title, time.perf_counter() - started))
+    try:
+        with client.setup_kernel(env=environment, cwd=str(path.parent)):
+            for title, cells in _parts(notebook):
+                started = time.perf_counter()
+                for index in cells:
+                    client.execute_cell(notebook.cells[index], index)
+                figures.append((title, time.perf_counter() - started))
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     return figures
 
 

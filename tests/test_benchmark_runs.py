@@ -27,3 +27,16 @@ def test_score_path_benchmark_prints_every_path_side_by_side():
         table = run.stdout.split({"shaw": "Shaw", "t5": "T5", "rope": "RoPE", "alibi": "ALiBi"}[group], 1)[1]
         row = next(line for line in table.splitlines() if line.strip().startswith("64 |"))
         assert row.split()[4] == ratio
+
+
+def test_the_lesson_benchmark_prints_each_part_and_no_warning():
+    """benchmarks/lesson_time.py runs the lesson in a real kernel and prints the seconds of each part; the kernel
+    is shut down with the run (a kernel left running printed ipykernel's "Parent appears to have exited" when the
+    benchmark ended), and nothing else reaches stderr."""
+    run = subprocess.run([sys.executable, "benchmarks/lesson_time.py", "--quick", "--units", "rotary_alibi"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    timed = [line.split(" s  ", 1)[1] for line in run.stdout.splitlines() if " s  " in line]  # "  9.0 s  title"
+    assert "8. Train short, test long" in timed and "1. Why rotate" in timed, run.stdout
+    assert "rotary_alibi:" in run.stdout and "s in all" in run.stdout
+    assert "WARNING" not in run.stderr and "Traceback" not in run.stderr, run.stderr

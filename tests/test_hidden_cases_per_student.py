@@ -179,7 +179,7 @@ def sinusoidal_table(*args, **kwargs):
     result = json.loads(run.stdout.strip().splitlines()[-1])
     sinusoidal = [test for test in result["tests"] if test["number"] == "sinusoidal"]
     assert all(test["status"] == "passed" for test in sinusoidal), sinusoidal
-    assert "this student's own" in result["output"]
+    assert "drawn for you alone" in result["output"]  # the secret gave this student cases of their own
 
 
 @given(st.lists(st.fixed_dictionaries({"id": st.integers(1, 10**9), "email": st.emails()}), min_size=1, max_size=4))
@@ -275,3 +275,46 @@ def test_nbgrader_s_trusted_grades_draw_each_student_s_cases_from_the_course_sec
             grader.close()
     key = seeds.read_secret_file(secret_file)
     assert seen == [("nbgrader:fatima", seeds.student_seed(key, "nbgrader:fatima"))]
+
+
+# What a student reads says whether the hidden cases are their own, never the seed (with the kit, a seed gives the
+# cases themselves), the course secret, or how an instructor grades again; the instructor's record keeps all that.
+_INSTRUCTOR_ONLY = ("--seed", "course secret", "docs/instructors.md", "autograder grade", "grades it again")
+
+
+def _student_texts(result):
+    """Every text of ``result`` a student is shown: Gradescope's and PrairieLearn's results, the feedback pages."""
+    from autograder.course.feedback import html_page, markdown_page
+    from autograder.ways_in import gradescope, prairielearn
+
+    return {"gradescope": json.dumps(gradescope.to_results(result, graded_file="positional_encodings.py")),
+            "gradescope (--json)": json.dumps(result.to_gradescope()),
+            "prairielearn": json.dumps(prairielearn.to_results(result, graded_file="positional_encodings.py")),
+            "feedback page": html_page(result), "feedback markdown": markdown_page(result)}
+
+
+@pytest.mark.parametrize("student", ["alice", "bob 2", "s.o'neil"])
+def test_what_a_student_reads_never_holds_the_seed_or_the_instructors_words(secret_grader, tmp_path,
+                                                                             reference_text, student):
+    path = _mistake_file(tmp_path, reference_text, "scaled_bias")
+    own = secret_grader.grade(path, student=student)
+    plain = Grader(UNIT, sandbox="auto", timing_mode="give")
+    try:
+        shared = plain.grade(path)
+    finally:
+        plain.close()
+    for result, told in ((own, "drawn for you alone"), (shared, "the same for the whole class")):
+        assert str(result.seed) in result.cases_from  # the instructor's record: the seed, to grade again
+        for where, text in _student_texts(result).items():
+            assert told in text, where
+            assert str(result.seed) not in text, (where, result.seed)
+            found = [word for word in _INSTRUCTOR_ONLY if word in text]
+            assert not found, (where, found)
+
+
+@given(secret=st.binary(min_size=16, max_size=40), identity=st.text(min_size=1, max_size=20))
+def test_the_students_line_never_quotes_a_seed(secret, identity):
+    seed = seeds.student_seed(secret, identity)
+    line = seeds.for_student(UNIT, seed)
+    assert str(seed) not in line and line.startswith("Hidden cases:")
+    assert ("alone" in line) == (seed != rubric.SEED)

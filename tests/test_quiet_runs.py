@@ -2,40 +2,56 @@
 
 A real course in a temporary folder, the real `nbgrader` commands and kernel: `release`, then autograde,
 generate_feedback and export for three students: one who filled the notebook in, one who handed the blank release
-back, one who emptied a locked test cell. Before the fix every run printed nbgrader's checksum warning for each
-hidden test of every submission (nbgrader issue 1961), four "Config option `display_data_priority` not recognized"
-lines, SQLAlchemy's "not in session" warnings and nbconvert's "Alternative text is missing". Now the only warning
-left is the one that means something: the checksum of the cell the third student edited.
+back, one who emptied a locked test cell; then the kit's own `grade` of the same folder, a student's `pytest -k
+<task>` in the released folder, and the second unit's cycle in a course of its own. Before the fix every run
+printed nbgrader's checksum warning for each hidden test of every submission (nbgrader issue 1961), four "Config
+option `display_data_priority` not recognized" lines, SQLAlchemy's "not in session" warnings and nbconvert's
+"Alternative text is missing"; the sandboxed kernel printed ipykernel's banner for a kernel started by hand ("NOTE:
+When using the `ipython kernel` entry point, Ctrl-C will not work", "To connect another client to this kernel")
+into the log for every submission; and a kernel slow to stop (torch's memory to give back, a busy machine) got
+"Killed 2 process(es) the notebook's kernel left running": its own sandbox, still on its way out. Now the only
+warning left is the one that means something: the checksum of the cell the third student edited.
 """
 
 import csv
 import json
+import logging
 import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
-from autograder.course.notebook import COURSE, function_source
-from autograder.course.release import release, run_nbgrader
+from autograder.core import units
+from autograder.course.build import strip_markers
+from autograder.course.notebook import COURSE, function_source, notebook_name
+from autograder.course.release import nbgrader_environment, release, run_nbgrader
+from autograder.sandbox.server import bubblewrap
 from autograder.units.positional_encodings import rubric
 from conftest import NOTEBOOK, UNIT
+
+pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="the course's kernel and grader run under bubblewrap")
 
 ASSIGNMENT = rubric.ASSIGNMENT
 WARNING = re.compile(r"warn|not recognized|deprecat", re.IGNORECASE)
 EDITED_CELL = "sinusoidal_values"
+# A line of nbgrader's own log: "[AutogradeApp | INFO] ...". Its message may go on over indented lines.
+RECORD = re.compile(r"^\[\w+ \| (DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ")
 
 
 def _grade_id(cell):
     return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
-def _filled(release_notebook, code_text):
+def _filled(release_notebook, code_text, unit=UNIT):
     notebook = json.loads(json.dumps(release_notebook))
     for cell in notebook["cells"]:
-        if _grade_id(cell) in rubric.TASK_OF_FUNCTION:
+        if _grade_id(cell) in unit.rubric.TASK_OF_FUNCTION:
             cell["source"] = function_source(code_text, _grade_id(cell))
     return notebook
 
@@ -50,6 +66,32 @@ def _warnings_by_student(log):
         if WARNING.search(line):
             found.setdefault(student, []).append(line)
     return found
+
+
+def _not_logged(log):
+    """The lines of an nbgrader log that are not its records or their indented continuations: what another
+    process (the kernel) printed into it."""
+    found, in_record = [], False
+    for line in log.splitlines():
+        if RECORD.match(line):
+            in_record = True
+        elif not (in_record and line[:1].isspace() and line.strip()):
+            in_record = False
+            if line.strip():
+                found.append(line)
+    return found
+
+
+def _warning_lines(text):
+    return [line for line in text.splitlines() if WARNING.search(line)]
+
+
+def _run(command, folder):
+    """stdout and stderr of a command that must succeed."""
+    done = subprocess.run(command, cwd=folder, env=nbgrader_environment(), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout
+    return done.stdout
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +115,33 @@ def cycle(tmp_path_factory, reference_text):
     logs = {step: run_nbgrader(arguments, course=course).stdout for step, arguments in (
         ("autograde", ["autograde", ASSIGNMENT]), ("generate_feedback", ["generate_feedback", ASSIGNMENT]),
         ("export", ["export", "--to", "grades.csv"]))}
+    # The kit's own route over the same folder, as docs/instructors.md runs it, and a student checking one task in
+    # the released folder with the notebook filled in.
+    logs["grade"] = _run([sys.executable, "-m", "autograder", "grade", "submitted", "--unit", UNIT.name,
+                          "--out", str(root / "results")], course)
+    student = root / "dist" / ASSIGNMENT
+    (student / NOTEBOOK).write_text(json.dumps(students["filled"]))
+    logs["pytest"] = _run([sys.executable, "-m", "pytest", "-k", "learned", "-p", "no:cacheprovider"], student)
     return course, logs
+
+
+@pytest.fixture(scope="module")
+def second_unit(tmp_path_factory):
+    """The course's second assignment, in a course folder of its own: a student who filled it in."""
+    root = tmp_path_factory.mktemp("quiet-second")
+    course = root / "course"
+    course.mkdir()
+    shutil.copy(COURSE / "nbgrader_config.py", course)
+    unit = units.get("rotary_alibi")
+    name, notebook = unit.name, notebook_name(unit)
+    release(unit, root / "dist", course=course)
+    blank = json.loads((course / "release" / name / notebook).read_text())
+    folder = course / "submitted" / "filled" / name
+    folder.mkdir(parents=True)
+    (folder / notebook).write_text(json.dumps(_filled(blank, strip_markers(unit.reference_path.read_text()), unit)))
+    return {step: run_nbgrader(arguments, course=course).stdout for step, arguments in (
+        ("autograde", ["autograde", name]), ("generate_feedback", ["generate_feedback", name]),
+        ("export", ["export", "--to", "grades.csv"]))}
 
 
 def test_autograde_warns_only_of_the_locked_cell_a_student_edited(cycle):
@@ -86,7 +154,82 @@ def test_autograde_warns_only_of_the_locked_cell_a_student_edited(cycle):
 def test_generate_feedback_and_export_print_no_warning(cycle):
     _, logs = cycle
     for step in ("generate_feedback", "export"):
-        assert not [line for line in logs[step].splitlines() if WARNING.search(line)], logs[step]
+        assert not _warning_lines(logs[step]), logs[step]
+
+
+def test_nothing_but_nbgrader_writes_into_its_log(cycle):
+    # The kernel's stdout and stderr are nbgrader's: a banner or a warning of ipykernel's lands in the log.
+    _, logs = cycle
+    for step in ("autograde", "generate_feedback", "export"):
+        assert not _not_logged(logs[step]), (step, _not_logged(logs[step]))
+
+
+def test_the_second_unit_is_graded_just_as_quietly(second_unit):
+    for step, log in second_unit.items():
+        assert not _warning_lines(log) and not _not_logged(log), (step, log)
+    assert "Autograding" in second_unit["autograde"]
+
+
+def test_the_kits_grade_and_a_students_self_check_print_no_warning(cycle):
+    _, logs = cycle
+    assert "3 submission(s) graded" in logs["grade"], logs["grade"]
+    assert not _warning_lines(logs["grade"]), logs["grade"]
+    assert re.search(r"^\d+ passed, \d+ deselected in ", logs["pytest"], re.MULTILINE), logs["pytest"]
+    assert not _warning_lines(logs["pytest"]), logs["pytest"]
+
+
+class _Kept(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def _zombie_children():
+    me, found = os.getpid(), set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] == "Z" and int(fields[1]) == me:
+                found.add(int(entry.name))
+    return found
+
+
+def test_a_kernel_slow_to_stop_is_not_taken_for_processes_the_notebook_left(tmp_path, capfd):
+    """BoundedExecute, the course's step, with the sandboxed kernel: nothing printed, nothing logged, nothing left.
+
+    A kernel that does not stop when asked (a thread still running, torch's memory held) gets SIGTERM; the
+    bubblewrap process jupyter_client watches dies at once, the sandbox below it a moment later. The step looked for
+    leftovers in that moment, found the sandbox's init and what ran below it, and warned that it killed them.
+    """
+    from autograder.sandbox.kernel import SandboxedKernelManager
+    from autograder.ways_in.nbgrader_bridge import BoundedExecute
+
+    # Twenty processes in the sandbox, each with a copy of torch's memory to give back, make its end take a while.
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os, threading, time, torch\nheld = torch.ones(2 ** 27)\nfor _ in range(20):\n"
+        "    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+        "threading.Thread(target=time.sleep, args=(60,)).start()\nprint('running')")])
+    kept, log = _Kept(), logging.getLogger("test_quiet_runs.kernel")
+    log.addHandler(kept)
+    log.setLevel(logging.DEBUG)
+    zombies = _zombie_children()
+    step = BoundedExecute(kernel_manager_class=SandboxedKernelManager, timeout=60)
+    step.log = log
+    try:
+        step.preprocess(notebook, {"metadata": {"path": str(tmp_path)}})
+    finally:
+        log.removeHandler(kept)
+    assert notebook.cells[0].outputs[0].text == "running\n"
+    assert [record.getMessage() for record in kept.records if record.levelno >= logging.WARNING] == []
+    printed = capfd.readouterr()
+    assert printed.out == printed.err == "", printed  # ipykernel's banner went to the kernel's stdout
+    assert _zombie_children() <= zombies  # the sandbox's init, reaped where it became this process's child
 
 
 def test_every_submission_is_in_the_gradebook_with_its_grades(cycle):

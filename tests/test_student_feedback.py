@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.core import units
+from autograder.core import seeds, units
 from autograder.core.grade import Result, TestResult as Row  # (not a pytest class)
 from autograder.course import feedback
 from autograder.intake.inert import csv_cell, inert, inert_line
@@ -242,7 +242,8 @@ def test_each_test_s_message_is_the_results_message_in_full(graded):
             said = f"{test['id']} ({test['score']:g} of {test['max_score']:g} points): {test['output']}"
             assert shown[test["id"]] == inert(said)
             assert f"\n{inert(said)}\n" in markdown
-        notes = saved["notes"] + ([saved["cases_from"]] if saved["cases_from"] else [])
+        told = seeds.for_student(units.get(saved["unit"]), saved["seed"])  # never the seed itself
+        notes = saved["notes"] + ([told] if told else [])
         assert [text for _, text in Page(page).all("pre", **{"class": "note"})] == [inert(note) for note in notes]
 
 

@@ -224,6 +224,28 @@ def _axis_names(shape, axes):
     return names
 
 
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def _the_axis(names, axis):
+    """How a sentence names an axis: "the query axis" where the check named it, else by its place ("the last
+    axis"), never "axis 1", which reads as a name the student never gave it."""
+    axis %= len(names)
+    if names[axis] != f"axis {axis}":
+        return f"the {names[axis]} axis"
+    if axis == len(names) - 1:
+        return "the last axis" if axis else "the only axis"
+    return f"the {_ORDINALS[axis]} axis" if axis < len(_ORDINALS) else f"the axis at place {axis + 1}"
+
+
+def _slice_of(names, axis, index):
+    """How a sentence names one slice, once it has said along which axis: "query 3" where the axis is named,
+    "entry [3]" of a vector, else "slice 3"."""
+    if names[axis] != f"axis {axis}":
+        return f"{names[axis]} {index}"
+    return f"entry [{index}]" if len(names) == 1 else f"slice {index}"
+
+
 def _close(a, b, atol, rtol):
     return tuple(a.shape) == tuple(b.shape) and bool(_agrees(a, b, atol, rtol).all())
 
@@ -254,9 +276,11 @@ def _whole(g, e, atol, rtol, names, factors, exact):
     if not _close(g, e, atol, rtol) and _close(g, -e, atol, rtol) and bool((e != 0).any()):
         return "every entry has the opposite sign of the expected one (a sign flipped, or the difference taken the other way round)"
     if g.dim() >= 2 and g.shape[-1] == g.shape[-2] > 1 and _close(g, e.transpose(-1, -2), atol, rtol):
-        return f"it is the expected output transposed: the {names[-2]} and {names[-1]} axes are swapped"
+        last = g.dim() - 1
+        pair = f"the {names[-2]} and {names[-1]} axes" if names[last] != f"axis {last}" else "the last two axes"
+        return f"it is the expected output transposed: {pair} are swapped"
     if g.dim() >= 1 and g.shape[-1] > 1 and _close(g, e.softmax(-1), atol, rtol):
-        return (f"it is the softmax of the expected output over the {names[-1]} axis: the values asked for are "
+        return (f"it is the softmax of the expected output over {_the_axis(names, g.dim() - 1)}: the values asked for are "
                 "the scores before any softmax")
     offset = float((g - e).mean())
     if abs(offset) > atol and _close(g, e + offset, atol, rtol) and (exact or e.numel() == 1):
@@ -278,15 +302,15 @@ def _whole(g, e, atol, rtol, names, factors, exact):
             return f"every entry is {_named_factor(a, factors)} times the expected one, plus {b:+.4g}"
     for axis, size in enumerate(g.shape):
         if size > 1 and _close(g, e.flip(axis), atol, rtol):
-            return f"it is the expected output reversed along the {names[axis]} axis"
+            return f"it is the expected output reversed along {_the_axis(names, axis)}"
     for axis, size in enumerate(g.shape):
         if size > 2:
             ahead, behind = g.narrow(axis, 1, size - 1), e.narrow(axis, 0, size - 1)
             if _close(ahead, behind, atol, rtol):
-                return (f"it is the expected output shifted by one along the {names[axis]} axis: your entry at "
+                return (f"it is the expected output shifted by one along {_the_axis(names, axis)}: your entry at "
                         f"index i is the expected entry at i - 1 (something counted from 1 instead of 0?)")
             if _close(g.narrow(axis, 0, size - 1), e.narrow(axis, 1, size - 1), atol, rtol):
-                return (f"it is the expected output shifted by one along the {names[axis]} axis: your entry at "
+                return (f"it is the expected output shifted by one along {_the_axis(names, axis)}: your entry at "
                         f"index i is the expected entry at i + 1")
     if g.numel() > 1 and _close(g.flatten().sort().values, e.flatten().sort().values, atol, rtol):
         moved = None
@@ -307,8 +331,9 @@ def _whole(g, e, atol, rtol, names, factors, exact):
                 order.append(match[0])
             if len(order) == size and sorted(order) == list(range(size)) and order != list(range(size)):
                 first = next(i for i in range(size) if order[i] != i)
-                return (f"the slices along the {names[axis]} axis are the expected ones in another order "
-                        f"(your {names[axis]} {first} is the expected {names[axis]} {order[first]})")
+                parts = "entries" if g.dim() == 1 else f"slices along {_the_axis(names, axis)}"
+                return (f"the {parts} are the expected ones in another order (your "
+                        f"{_slice_of(names, axis, first)} is the expected {_slice_of(names, axis, order[first])})")
     return None
 
 
@@ -485,7 +510,7 @@ def _shape_relation(g, e, atol, rtol, names):
             for axis, size in enumerate(common):
                 gg, ee = gg.narrow(axis, 0, size), ee.narrow(axis, 0, size)
             if _close(gg, ee, atol, rtol):
-                what = "; ".join(f"along the {names[a]} axis it has {g.shape[a]} entries where {e.shape[a]} are "
+                what = "; ".join(f"along {_the_axis(names, a)} it has {g.shape[a]} entries where {e.shape[a]} are "
                                  "expected" for a in differs)
                 return (f"your output agrees with the expected one where both have entries, but {what} (a length "
                         "taken from the wrong argument?).")

@@ -54,7 +54,8 @@ class Result:
     sandbox: str = ""  # how the code was contained: the sandbox tier and its limits
     grader_fault: bool = False  # not graded through a fault of the grader's, not of the submission
     seed: int = None  # the seed of the hidden cases it was graded with (see autograder/core/seeds.py)
-    cases_from: str = ""  # where that seed came from, and how to grade the submission again with it
+    cases_from: str = ""  # where that seed came from, and how to grade the submission again with it (instructor's)
+    cases_for_student: str = ""  # what the student is told of the hidden cases (seeds.for_student): no seed
     unit: str = ""  # the unit of study it was graded as (autograder/units/)
     # (incident id, record) of each grader fault met: the record (the exception and its traceback, which may
     # quote a hidden case) is for the instructor's log only; the student's text holds the id alone.
@@ -76,7 +77,7 @@ class Result:
         return {
             "score": self.score,
             "max_score": self.max_score,
-            "output": "\n".join(self.notes + ([self.cases_from] if self.cases_from else [])),
+            "output": "\n".join(self.notes + ([self.cases_for_student] if self.cases_for_student else [])),
             "tests": [
                 {"name": test.id, "number": test.task, "score": test.score, "max_score": test.max_score,
                  "status": "passed" if test.passed else "failed", "output": test.output}
@@ -392,6 +393,7 @@ class Grader:
             except Exception as error:  # a fault of the grader's, not the student's: keep the row, say so
                 result = _fault_result(self.unit, name, path, "The grader failed on this submission", error)
             result.sandbox, result.seed, result.cases_from = self.tier, drawn, cases_from
+            result.cases_for_student = seeds.for_student(self.unit, drawn)
             return result
 
     def _grade(self, path, name, cases, plan):

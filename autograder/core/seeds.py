@@ -95,6 +95,16 @@ def secret_fingerprint(secret):
     return hmac.new(secret, b"fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
+def for_student(unit, seed):
+    """What a student is told of their hidden cases: whether they are their own, never the seed (with the kit, a
+    seed gives the cases themselves), the course secret or how an instructor grades again."""
+    if seed is None:
+        return ""
+    if seed == unit.rubric.SEED:
+        return "Hidden cases: the same for the whole class."
+    return "Hidden cases: drawn for you alone; a classmate's are different, so their outputs tell you nothing of yours."
+
+
 def describe(unit, seed, identity=None, per_student=False):
     """The line of the result that says where its hidden cases came from, and how to grade it again."""
     again = f"python -m autograder grade <file> --unit {unit.name} --seed {seed} grades it again with the same cases."

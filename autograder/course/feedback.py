@@ -98,7 +98,9 @@ def _unit_of(result):
 
 
 def _notes(result):
-    return [str(note) for note in result.notes] + ([result.cases_from] if getattr(result, "cases_from", "") else [])
+    """The notes a student reads: the grade's, and what they are told of their hidden cases (never the seed)."""
+    told = getattr(result, "cases_for_student", "")
+    return [str(note) for note in result.notes] + ([told] if told else [])
 
 
 # --- the picture ----------------------------------------------------------------------------------

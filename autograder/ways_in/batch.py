@@ -26,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+from autograder.core import seeds
 from autograder.sandbox import limits as _limits
 from autograder.core.units import ROOT
 from autograder.intake.inert import inert_line
@@ -132,6 +133,7 @@ def result_from_json(unit, text, submission_digest, grading_digest):
         seed = saved.get("seed")
         result.seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
         result.cases_from = str(saved.get("cases_from") or "")
+        result.cases_for_student = seeds.for_student(unit, result.seed)
         return result
     except (ValueError, KeyError, TypeError):
         return None

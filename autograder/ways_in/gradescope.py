@@ -229,8 +229,8 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
         if graded_file is not None:
             lines += ["", "Notes on your file:"]
         lines += list(result.notes)
-    if result.cases_from:
-        lines += ["", result.cases_from]
+    if result.cases_for_student:
+        lines += ["", result.cases_for_student]
     results["output"] = "\n".join(lines)
     results["stdout_visibility"] = "visible"
     return results

@@ -272,9 +272,10 @@ def make_inert(cell):
     return cell
 
 
-# The titles a cell gives its figures (plt.title("..."), ax.set_title('...'), fig.suptitle(...)): a plain string
-# literal only, read from the cell's text, never run.
-_TITLE = re.compile(r"""(?:\btitle|\bset_title|\bsuptitle)\(\s*[rf]?(["'])((?:(?!\1)[^\\\n]){1,120})\1""")
+# The titles a cell gives its figures (plt.title("..."), ax.set_title('...'), fig.suptitle(...), ax.set(title="...")):
+# a plain string literal only, read from the cell's text, never run.
+_TITLE = re.compile(r"""(?:\b(?:title|set_title|suptitle)\(\s*[rf]?|\btitle\s*=\s*r?)"""
+                    r"""(["'])((?:(?!\1)[^\\\n]){1,120})\1""")
 
 
 def describe_images(cell):
@@ -383,9 +384,20 @@ def _escape(text):
 
 
 _TEXT_ESCAPE = re.compile(r"\\([_%&#${}])")  # \_ \% \& \# \$ \{ \} in TeX's text mode: the character itself
+# A text group of plain characters and text-mode escapes (\texttt{rel\_k}, \text{50\% of \#1}). latex2mathml
+# trips on some escapes there (\} ends its group early and leaves a backslash; \# and \& make it fail, and the
+# formula would show as TeX), so each such group is handed to it as a placeholder word and its text put back in
+# the MathML. Anything else in a group (a command, a brace, < or >) is left to latex2mathml as it is.
+_TEXT_GROUP = re.compile(r"\\(text|texttt|textrm|textsf|textit|textbf)\{((?:\\[_%&#${} ]|[^{}\\<>&#$%~^_])*)\}")
+_PLACEHOLDER = re.compile(r"KITTEXT(\d+)")
 
 
-def _written(element):
+def _text_of_group(group):
+    """The characters a text group shows: each escape its character, each space one that MathML keeps."""
+    return re.sub(r"\\(.)", r"\1", group).replace(" ", "\N{NO-BREAK SPACE}")
+
+
+def _written(element, groups=()):
     tag = element.tag[len(_MATHML_NAMESPACE):] if element.tag.startswith(_MATHML_NAMESPACE) else element.tag
     if tag not in MATHML_TAGS:
         raise ValueError(f"not a MathML element the feedback shows: {tag}")
@@ -395,8 +407,12 @@ def _written(element):
         attributes = ' xmlns="http://www.w3.org/1998/Math/MathML"' + attributes
     text = element.text or ""
     if tag == "mtext":  # \texttt{rel\_k}: latex2mathml keeps text mode's escapes, which would show as "rel\_k"
-        text = _TEXT_ESCAPE.sub(r"\1", text)
-    inner = _escape(text) + "".join(_written(child) + _escape(child.tail or "") for child in element)
+        placeholder = _PLACEHOLDER.fullmatch(text)
+        if placeholder and int(placeholder.group(1)) < len(groups):
+            text = _text_of_group(groups[int(placeholder.group(1))])
+        else:
+            text = _TEXT_ESCAPE.sub(r"\1", text)
+    inner = _escape(text) + "".join(_written(child, groups) + _escape(child.tail or "") for child in element)
     return f"<{tag}{attributes}>{inner.replace(chr(10), ' ').replace(chr(13), ' ')}</{tag}>"
 
 
@@ -406,8 +422,15 @@ def mathml(tex, display=False):
 
     from latex2mathml.converter import convert
 
+    groups = []
+
+    def placeholder(match):
+        groups.append(match.group(2))
+        return f"\\{match.group(1)}{{KITTEXT{len(groups) - 1}}}"
+
     try:
-        return _written(ElementTree.fromstring(convert(tex, display="block" if display else "inline")))
+        converted = convert(_TEXT_GROUP.sub(placeholder, tex), display="block" if display else "inline")
+        return _written(ElementTree.fromstring(converted), groups)
     except Exception:  # latex2mathml raises many kinds on TeX it does not know; the TeX is shown instead
         return None
 

@@ -177,8 +177,8 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
                      "grader's files.")
     if result.notes:
         lines += ["Notes on your file:", *result.notes]
-    if result.cases_from:
-        lines.append(result.cases_from)
+    if result.cases_for_student:
+        lines.append(result.cases_for_student)
     score = result.score / result.max_score if result.max_score else 0.0
     return {"gradable": True, "score": min(1.0, max(0.0, score)), "message": "\n".join(lines), "output": "",
             "tests": tests}
