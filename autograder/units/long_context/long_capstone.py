@@ -72,7 +72,7 @@ def _earlier_unit(name):
     try:
         return vars(importlib.import_module(name)), f"your {name}.py"
     except ImportError:
-        return None, f"neither the kit nor your {name}.py is here"
+        return None, f"not here (neither the kit nor your {name}.py): left out"
 
 
 def course_functions(own):
@@ -92,7 +92,7 @@ def course_functions(own):
             return rotate(q, positions_q) @ rotate(k, positions_k).transpose(-2, -1) / math.sqrt(q.shape[-1])
 
         functions["rope_scores"] = rope_scores
-        sources["rotary_alibi"] += "; RoPE from the given apply_rotary"
+        sources["rotary_alibi"] += "; RoPE itself runs on the given apply_rotary"
     return functions, sources
 
 
@@ -162,7 +162,8 @@ def scaling_settings(functions, head_dim):
                 for length in (trained, FACTOR * trained):
                     theta, scale = call(int(length))
                     if tuple(theta.shape) != (head_dim // 2,) or not bool(torch.isfinite(theta).all()):
-                        why = f"its frequencies are of shape {tuple(theta.shape)}, or not finite; expected ({head_dim // 2},)"
+                        why = (f"its frequencies are of shape {tuple(theta.shape)}, or not finite; expected "
+                               f"({head_dim // 2},)")
                     elif not math.isfinite(scale):
                         why = f"its attention scale is {scale}"
             except NotImplementedError:
@@ -212,7 +213,6 @@ class Reading:
     unit: int  # the unit that teaches it: 1, 2 or 3
     losses: dict  # {window length: mean held-out loss over the window's last END words}
     refused: str = ""  # why the model could not read the longer windows ("" when it could)
-    per_position: list = None  # the loss at each position of the longest windows read
 
 
 @dataclass
@@ -255,20 +255,20 @@ def rise_of(reading, lengths):
 
 
 def _read(model, stream, lengths, seed, windows, end):
-    """{length: mean loss over the last ``end`` positions}, the loss per position of the longest, and why a length
-    was refused ("" if none)."""
-    losses, per_position = {}, None
+    """{length: mean held-out loss over the last ``end`` positions of windows ``length`` long}, and why a length was
+    refused ("" if none). The windows of a length are the same for every model."""
+    losses = {}
     for length in lengths:
-        inputs, targets = capstone._windows(stream, length, windows, torch.Generator().manual_seed(seed * 1000 + length))
+        generator = torch.Generator().manual_seed(seed * 1000 + length)
+        inputs, targets = capstone._windows(stream, length, windows, generator)
         try:
             with torch.no_grad():
                 logits = model(inputs)  # (windows, length, vocabulary)
         except ValueError as error:  # the learned table has no row past its length: its own ValueError
-            return losses, per_position, f"refused {length} words: {error}"
+            return losses, f"refused {length} words: {error}"
         each = nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none").mean(0)  # (length,)
         losses[length] = each[-end:].mean().item()
-        per_position = each.tolist()
-    return losses, per_position, ""
+    return losses, ""
 
 
 @capstone.one_thread()
@@ -294,8 +294,8 @@ def train_short_read_long(own, *, seed=0, steps=200, stories_count=3000, windows
         model = capstone.train_language_model(method, functions, seed=seed, steps=steps, context=trained_length,
                                               stories_count=stories_count).model
         seconds[name] = time.perf_counter() - clock
-        losses, per_position, refused = _read(model, held, lengths, seed, windows, END)
-        readings[name] = Reading(name, UNIT_OF[name], losses, refused, per_position)
+        losses, refused = _read(model, held, lengths, seed, windows, END)
+        readings[name] = Reading(name, UNIT_OF[name], losses, refused)
         if progress:
             progress(name, seconds[name])
         if method != "rope":
@@ -306,8 +306,8 @@ def train_short_read_long(own, *, seed=0, steps=200, stories_count=3000, windows
             for block in model.blocks:
                 block.attention.position_factor = FACTOR
             try:
-                losses, per_position, _ = _read(model, held, lengths, seed, windows, END)
-                readings["RoPE + interpolation"] = Reading("RoPE + interpolation", 2, losses, "", per_position)
+                losses, _ = _read(model, held, lengths, seed, windows, END)
+                readings["RoPE + interpolation"] = Reading("RoPE + interpolation", 2, losses)
             except Exception as error:  # noqa: BLE001
                 left_out["RoPE + interpolation"] = f"it raised {type(error).__name__}: {str(error)[:200]}"
             for block in model.blocks:
@@ -322,7 +322,7 @@ def train_short_read_long(own, *, seed=0, steps=200, stories_count=3000, windows
             if name in refused or disagree:
                 left_out[name] = refused.get(name) or disagree
                 continue
-            losses, per_position = {}, None
+            losses = {}
             try:
                 for length in lengths:
                     theta, scale = settings[name](length)
@@ -332,14 +332,15 @@ def train_short_read_long(own, *, seed=0, steps=200, stories_count=3000, windows
                                                                attention_scale=scale)
 
                     with read_with(model, scores):
-                        found, per_position, _ = _read(model, held, [length], seed, windows, END)
+                        found, _ = _read(model, held, [length], seed, windows, END)
                     losses.update(found)
             except Exception as error:  # noqa: BLE001  (the student's code)
                 left_out[name] = f"it raised {type(error).__name__}: {str(error)[:200]}"
                 continue
-            readings[name] = Reading(name, 3, losses, "", per_position)
+            readings[name] = Reading(name, 3, losses)
     order_of = list(NAMES.values()) + list(SCALINGS)
     readings = {name: readings[name] for name in order_of if name in readings}
+    left_out = {name: left_out[name] for name in order_of if name in left_out}
     return Experiment(readings, left_out, sources,
                       {"seed": seed, "steps": steps, "trained_length": trained_length, "factor": FACTOR,
                        "end": END, "windows": windows, "stories": stories_count},
@@ -350,48 +351,43 @@ def train_short_read_long(own, *, seed=0, steps=200, stories_count=3000, windows
 
 def conclusions(experiment):
     """Sentences built from the run's numbers, never from what a run is expected to show."""
-    lengths = experiment.lengths
-    short, longest = lengths[0], lengths[-1]
-    readings = experiment.readings
-    full = {name: reading for name, reading in readings.items() if longest in reading.losses and short in reading.losses}
-    said = []
+    short, longest = experiment.lengths[0], experiment.lengths[-1]
+    full = {name: reading for name, reading in experiment.readings.items()
+            if short in reading.losses and longest in reading.losses}  # the methods that read every window
     if not full:
         return ["No method read the longest windows in this run, so there is nothing to compare."]
-    rises = {name: rise_of(reading, lengths) for name, reading in full.items()}
-    ranked = sorted(rises, key=lambda name: abs(rises[name]))
-    best, worst = ranked[0], ranked[-1]
-    said.append(f"Closest at {longest} words to its own loss at {short}: {best} ({full[best].losses[short]:.3f} at "
-                f"{short}, {full[best].losses[longest]:.3f} at {longest}, {rises[best]:+.3f}); furthest: {worst} "
-                f"({rises[worst]:+.3f}).")
-    lowest = min(full, key=lambda name: full[name].losses[longest])
-    said.append(f"Lowest loss at {longest} words: {lowest} ({full[lowest].losses[longest]:.3f}); "
-                f"in order: " + ", ".join(f"{name} {full[name].losses[longest]:.3f}" for name in
-                                         sorted(full, key=lambda name: full[name].losses[longest])) + ".")
-    for name, reading in readings.items():
-        if reading.refused:
-            said.append(f"{name} cannot read past {short} words at all: it {reading.refused.split(':')[0]}.")
+    at_short = {name: reading.losses[short] for name, reading in full.items()}
+    at_longest = {name: reading.losses[longest] for name, reading in full.items()}
+    rises = {name: at_longest[name] - at_short[name] for name in full}
+    steady = sorted(full, key=lambda name: abs(rises[name]))
+    said = [f"Closest at {longest} words to its own loss at {short}: {steady[0]} ({at_short[steady[0]]:.3f} at "
+            f"{short}, {at_longest[steady[0]]:.3f} at {longest}, {rises[steady[0]]:+.3f}); furthest: {steady[-1]} "
+            f"({rises[steady[-1]]:+.3f})."]
+    ranked = sorted(full, key=at_longest.get)
+    said.append(f"Lowest loss at {longest} words: {ranked[0]} ({at_longest[ranked[0]]:.3f}); in order: "
+                + ", ".join(f"{name} {at_longest[name]:.3f}" for name in ranked) + ".")
+    said += [f"{name} cannot read past {short} words at all: it {reading.refused.split(':')[0]}."
+             for name, reading in experiment.readings.items() if reading.refused]
     if "RoPE" in full:
-        plain = full["RoPE"].losses[longest]
-        better = [name for name in full if name.startswith("RoPE +") and full[name].losses[longest] < plain]
-        worse = [name for name in full if name.startswith("RoPE +") and full[name].losses[longest] >= plain]
-        said.append(f"Of RoPE's readings, {len(better)} of {len(better) + len(worse)} are below RoPE read as trained "
-                    f"({plain:.3f}) at {longest} words" + (f": {', '.join(better)}" if better else "") +
-                    (f"; not below it: {', '.join(worse)}" if worse else "") + ".")
-        static = [name for name in ("RoPE + interpolation", "RoPE + NTK", "RoPE + YaRN", "RoPE + Llama 3")
-                  if name in full]
+        scaled = [name for name in full if name.startswith("RoPE +")]
+        below = [name for name in scaled if at_longest[name] < at_longest["RoPE"]]
+        not_below = [name for name in scaled if name not in below]
+        said.append(f"Of RoPE's readings, {len(below)} of {len(scaled)} are below RoPE read as trained "
+                    f"({at_longest['RoPE']:.3f}) at {longest} words" + (f": {', '.join(below)}" if below else "")
+                    + (f"; not below it: {', '.join(not_below)}" if not_below else "") + ".")
+        costs = {name: at_short[name] - at_short["RoPE"] for name in scaled}
+        static = [name for name in costs if name != "RoPE + dynamic NTK"]
         if static:
-            costs = {name: full[name].losses[short] - full["RoPE"].losses[short] for name in static}
-            said.append(f"At {short} words, the trained length, the scalings set for {experiment.settings['factor']:g}x "
-                        "cost " + ", ".join(f"{name} {cost:+.3f}" for name, cost in costs.items()) +
-                        " against RoPE read as trained" +
-                        (f"; dynamic NTK, which scales only past {short}, {full['RoPE + dynamic NTK'].losses[short] - full['RoPE'].losses[short]:+.3f}"
-                         if "RoPE + dynamic NTK" in full else "") + ".")
-    by_unit = {}
-    for name, reading in full.items():
-        by_unit.setdefault(reading.unit, []).append(name)
-    best_of = {unit: min(names, key=lambda name: full[name].losses[longest]) for unit, names in by_unit.items()}
-    said.append("The best of each unit at " + f"{longest} words: " + ", ".join(
-        f"unit {unit}: {name} ({full[name].losses[longest]:.3f})" for unit, name in sorted(best_of.items())) + ".")
+            listed = ", ".join(f"{name} {costs[name]:+.3f}" for name in static)
+            said.append(f"At {short} words, the trained length, the readings set for "
+                        f"{experiment.settings['factor']:g}x cost {listed} against RoPE read as trained"
+                        + (f"; dynamic NTK, which scales only past {short} words, {costs['RoPE + dynamic NTK']:+.3f}"
+                           if "RoPE + dynamic NTK" in costs else "") + ".")
+    best_of = {}
+    for name in ranked:  # lowest first: the first of each unit is its best
+        best_of.setdefault(full[name].unit, name)
+    said.append(f"The best of each unit at {longest} words: " + ", ".join(
+        f"unit {unit}: {name} ({at_longest[name]:.3f})" for unit, name in sorted(best_of.items())) + ".")
     return said
 
 
