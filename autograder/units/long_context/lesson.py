@@ -10,7 +10,7 @@
 # %% [markdown]
 # # Reading past the training length: NTK-aware scaling, YaRN and Llama 3
 #
-# A RoPE model is trained on texts of some length $L$: 2048 words for LLaMA, 4096 for LLaMA 2, 8192 for Llama 3.
+# A RoPE model is trained on texts of some length $L$: 2048 tokens for LLaMA, 4096 for LLaMA 2, 8192 for Llama 3.
 # Asked to read a text eight times as long, it meets positions it never saw, and its loss climbs. The second unit
 # ended with the first cure, position interpolation (Chen et al. 2023). This unit builds the ones that open models
 # use today, each a new set of RoPE frequencies, and ends with an experiment that lines up every method of the
@@ -85,8 +85,8 @@ def rope_frequencies(head_dim, base=10000.0):
 # * **fast pairs** (high frequency, $\lambda_i < L$, $r_i > 1$) have turned full circles in training: every angle
 #   they can take at position $8L$ they took before, many times. Read further, they show the model nothing new.
 # * **slow pairs** (low frequency, $\lambda_i > L$, $r_i < 1$) have only ever covered an arc of their circle,
-#   $[0, L\theta_i)$. At position $8L$ they stand at angles the model never saw, and the scores that lean on them
-#   (the ones that say "far away", "same paragraph") are out of their training range. That is where the loss climbs.
+#   $[0, L\theta_i)$. At position $8L$ they stand at angles the model never saw, and the scores that lean on them,
+#   which carry the coarse sense of distance, are out of their training range. That is where the loss climbs.
 #
 # **Position interpolation** (Chen et al. 2023, arXiv:2306.15595; the second unit's `scaled_positions`) divides
 # every position by $s$, which is the same as dividing every frequency: $\theta'_i = \theta_i / s$. Every angle is
@@ -239,7 +239,8 @@ plt.show()
 # $$ \text{ramp}_i = \text{clamp}\Big(\frac{i - \text{low}}{\text{high} - \text{low}}, 0, 1\Big), \qquad
 #    \theta'_i = (1 - \text{ramp}_i)\,\theta_i + \text{ramp}_i\,\frac{\theta_i}{s}. $$
 #
-# Qwen 2.5 and DeepSeek V3 ship with it (Hugging Face's `rope_type: "yarn"`).
+# DeepSeek V3's configuration sets it, and Qwen 2.5's documentation adds it for texts past 32K tokens (Hugging Face's
+# `rope_type: "yarn"`).
 
 # %% [solution: yarn_inverse_frequencies]
 
@@ -327,8 +328,8 @@ plt.show()
 # ## 6. Llama 3's wavelength rule
 #
 # Llama 3.1 (Llama Team, AI @ Meta, 2024, "The Llama 3 Herd of Models", arXiv:2407.21783; the rule as released in
-# its code, `apply_scaling`) reads 128K tokens after training on 8192 with the same idea as YaRN, stated with
-# wavelengths $\lambda_i = 2\pi/\theta_i$ and two thresholds:
+# its code, `apply_scaling`) takes the 8192 positions of Llama 3 to 128K with the same idea as YaRN (and a stage of
+# long-context training on top), stated with wavelengths $\lambda_i = 2\pi/\theta_i$ and two thresholds:
 #
 # $$ \theta'_i = \begin{cases}
 #      \theta_i & \lambda_i < L / \text{high\_freq\_factor} \quad\text{(fast: kept)} \\
@@ -493,7 +494,7 @@ assert_no_loops(scaled_rope_scores, inputs=lambda length: (torch.randn(1, 4, len
 # The first two units' methods run on those units' references where the kit is installed, else on your own
 # `positional_encodings.py` and `rotary_alibi.py` if you copy them beside this notebook (`long_capstone.py` says
 # how); this unit's methods run on your functions. A method that cannot run is left out, and the table says why.
-# About a minute on a 2-core CPU.
+# About 40 seconds on the kit's 2-core CPU.
 
 # %% [demo: long_run]
 import os
@@ -544,11 +545,11 @@ else:
 # %% [markdown]
 # **How to read them.** Each mechanism predicts where to look. A table of learned positions has no row past $L$:
 # it refuses. The sinusoidal table hands the first layer vectors it never saw. T5 and ALiBi see only distances, and
-# both were trained on distances up to $L$ only: T5 puts every longer distance in its last buckets, ALiBi's penalty
-# keeps growing the same way, so the two differ in how much attention far words still get. RoPE read as trained
-# meets its slow pairs at new angles (part 1). Interpolation read without tuning squeezes the fast pairs, and pays
-# even at $L$. NTK, YaRN and Llama 3 keep the fast pairs and interpolate the slow ones, each by its own law (part 6);
-# set for $8L$, they change the short texts too, which dynamic NTK does not. A model this small, trained for a few
+# both were trained on distances up to $L$ only: the T5 buckets of the longest distances (this model's reach 64)
+# were never used in training, so their numbers are still the zeros they started at, while ALiBi's penalty keeps
+# growing as it did. RoPE read as trained meets its slow pairs at new angles (part 1). Interpolation read without
+# tuning squeezes the fast pairs, at $L$ too. NTK, YaRN and Llama 3 keep the fast pairs and interpolate the slow
+# ones, each by its own law (part 6); set for $8L$, they change the short texts too, which dynamic NTK does not. A model this small, trained for a few
 # hundred steps, is not LLaMA: the size of the differences here is this model's, and a different seed moves the
 # close ones.
 #

@@ -88,10 +88,10 @@ def course_functions(own):
     if not callable(functions.get("rope_scores")) and callable(functions.get("apply_rotary")):
         rotate = functions["apply_rotary"]  # the given second unit's rotation: RoPE's scores need nothing more
 
-        def rope_scores(q, k, *, positions_q, positions_k):
+        def scores_of_given_rotation(q, k, *, positions_q, positions_k):
             return rotate(q, positions_q) @ rotate(k, positions_k).transpose(-2, -1) / math.sqrt(q.shape[-1])
 
-        functions["rope_scores"] = rope_scores
+        functions["rope_scores"] = scores_of_given_rotation
         sources["rotary_alibi"] += "; RoPE itself runs on the given apply_rotary"
     return functions, sources
 
