@@ -83,7 +83,7 @@ def rope_frequencies(head_dim, base=10000.0):
 # That number splits the pairs in two:
 #
 # * **fast pairs** (high frequency, $\lambda_i < L$, $r_i > 1$) have turned full circles in training: every angle
-#   they can take at position $8L$ they took before, many times. Read further, they show the model nothing new.
+#   they can take at position $8L$ they took before. Read further, they show the model nothing new.
 # * **slow pairs** (low frequency, $\lambda_i > L$, $r_i < 1$) have only ever covered an arc of their circle,
 #   $[0, L\theta_i)$. At position $8L$ they stand at angles the model never saw, and the scores that lean on them,
 #   which carry the coarse sense of distance, are out of their training range. That is where the loss climbs.
@@ -91,7 +91,7 @@ def rope_frequencies(head_dim, base=10000.0):
 # **Position interpolation** (Chen et al. 2023, arXiv:2306.15595; the second unit's `scaled_positions`) divides
 # every position by $s$, which is the same as dividing every frequency: $\theta'_i = \theta_i / s$. Every angle is
 # back in range, but the fast pairs pay for a problem they did not have: two neighbouring words are now $1/s$ of a
-# position apart, their angles $\theta_i / s$ closer than any two words the model ever saw, and the fine order of
+# position apart, their angles $\theta_i / s$ apart, closer than any two words the model ever saw, and the fine order of
 # nearby words, which those pairs carry, is squeezed. Chen et al. recover it by training a little at the new length.
 # The methods of this unit scale **each pair by its own amount**: little or nothing for the fast pairs, the full
 # $1/s$ for the slow ones.
