@@ -1,4 +1,5 @@
-"""How long each unit's lesson notebook takes, top to bottom, part by part (issue 25, point 1: at most 60 s).
+"""How long each unit's lesson notebook takes, top to bottom, part by part (issue 25, point 1: at most 60 s, or the
+``LESSON_SECONDS`` its rubric sets: the third unit's experiment trains five models, issue 26: 150 s).
 
 Runs each unit's nbgrader source notebook (the lesson with its answers: what a student's finished notebook runs) in
 a real Jupyter kernel, cell by cell, in a copy of its folder, and prints the seconds of each part (a part starts at
@@ -29,6 +30,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 LIMIT_SECONDS = 60.0  # the issue's target for a whole notebook on a 2-core machine
+
+
+def limit_of(unit):
+    """A unit's limit in seconds: its rubric's ``LESSON_SECONDS`` where it sets one (a lesson whose experiment
+    trains more), else ``LIMIT_SECONDS``."""
+    return float(getattr(unit.rubric, "LESSON_SECONDS", LIMIT_SECONDS))
 
 
 def _parts(notebook):
@@ -121,7 +128,7 @@ def main(argv=None):
 
     print(f"{os.cpu_count()} CPUs; torch {torch.__version__}, {torch.get_num_threads()} threads by default; "
           f"{'quick capstone' if args.quick else 'full capstone'}")
-    totals = {}
+    totals, limits = {}, {}
     for name in chosen:
         unit = units.get(name)
         with tempfile.TemporaryDirectory(prefix=f"lesson-{name}-") as folder:
@@ -130,8 +137,9 @@ def main(argv=None):
             figures = time_notebook(copy / notebook_name(unit), quick=args.quick)
         total = sum(seconds for _, seconds in figures)
         totals[name] = total
-        print(f"\n{name}: {total:.1f} s in all ({'within' if total <= LIMIT_SECONDS else 'OVER'} "
-              f"{LIMIT_SECONDS:g} s)")
+        limits[name] = limit_of(unit)
+        print(f"\n{name}: {total:.1f} s in all ({'within' if total <= limits[name] else 'OVER'} "
+              f"{limits[name]:g} s)")
         for title, seconds in figures:
             print(f"  {seconds:7.1f} s  {title[:90]}")
     print("\n" + "  ".join(f"{name} {seconds:.1f} s" for name, seconds in totals.items()))
@@ -139,7 +147,7 @@ def main(argv=None):
         print("\nThe first unit's comparison, 40 steps (capstone.compare without its one_thread):")
         for threads, load, seconds in capstone_threads():
             print(f"  {threads} thread{'s' if threads > 1 else ' '}, {load:<16} {seconds:6.1f} s")
-    return 0 if all(seconds <= LIMIT_SECONDS for seconds in totals.values()) else 1
+    return 0 if all(seconds <= limits[name] for name, seconds in totals.items()) else 1
 
 
 if __name__ == "__main__":

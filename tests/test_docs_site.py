@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HOOK = ROOT / "docs" / "hooks" / "math.py"
 # The pages whose formulas the site is for: each must show MathML.
-MATH_PAGES = ("grading.md", "units/positional_encodings.md", "units/rotary_alibi.md", "benchmarks.md")
+MATH_PAGES = ("grading.md", "units/positional_encodings.md", "units/rotary_alibi.md", "units/long_context.md",
+              "benchmarks.md")
 DEMO_COMMAND = ("python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e . "
                 "&& .venv/bin/python -m autograder demo")
 TEST_COMMAND = ('python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e ".[test]" '

@@ -13,6 +13,11 @@ SEED = 24945116
 # The second unit's rotation, reused: students get its reference finished in their file (the grader runs that
 # reference whatever their copy holds), and are not graded on it again here.
 BORROWS = {"rotary_alibi": ("apply_rotary",)}
+# The lesson's last part trains the first unit's tiny model with every method of the course (no answer in either).
+SHIPPED = {"capstone.py": "positional_encodings/capstone.py", "long_capstone.py": "long_context/long_capstone.py"}
+# The lesson's notebook, top to bottom, on a 2-core machine (benchmarks/lesson_time.py): its experiment trains five
+# models and reads ten methods at four lengths (about a minute of it), where the other units' stay within 60 s.
+LESSON_SECONDS = 150
 
 # In the lesson's order.
 TASKS = (

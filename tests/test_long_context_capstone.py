@@ -1,0 +1,72 @@
+"""The third unit's experiment (long_capstone.py): every method of the course trained at 32 words and read at up to
+256, this unit's scalings read from the one RoPE model through the student's functions."""
+
+import ast
+from pathlib import Path
+
+import torch
+
+from autograder.core import units
+from autograder.units.long_context import long_capstone
+
+ROOT = Path(__file__).resolve().parents[1]
+EVERY_METHOD = ("sinusoidal", "learned", "T5", "RoPE", "ALiBi", "RoPE + interpolation", "RoPE + NTK",
+                "RoPE + dynamic NTK", "RoPE + YaRN", "RoPE + Llama 3")
+
+
+def _quick(own):
+    return long_capstone.train_short_read_long(own, steps=3, stories_count=300, windows=8)
+
+
+def test_the_experiment_holds_no_answer():
+    """It ships to students: it may call any unit's functions, never define one."""
+    tree = ast.parse((ROOT / "autograder" / "units" / "long_context" / "long_capstone.py").read_text())
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    answers = {function for unit in units.all_units() for task in unit.rubric.TASKS for function in task.functions}
+    assert not defined & answers, defined & answers
+
+
+def test_scaled_rope_scores_at_ropes_own_frequencies_are_the_trained_models_scores():
+    # The model trains with the second unit's interleaved rope_scores; this unit's readings go through the
+    # rotate-half scaled_rope_scores with q and k reordered alike, which must give the same scores.
+    functions, _ = long_capstone.course_functions(units.get("long_context").reference)
+    assert long_capstone.scores_agree(functions, 16) == ""
+    wrong = dict(functions, scaled_rope_scores=lambda q, k, theta, **kwargs: q @ k.transpose(-2, -1))
+    assert "differs from the trained model's scores" in long_capstone.scores_agree(wrong, 16)
+
+
+def test_every_method_of_the_course_is_read_at_every_length_with_the_references():
+    experiment = _quick(units.get("long_context").reference)
+    assert tuple(experiment.readings) == EVERY_METHOD and experiment.left_out == {}
+    assert all(source == "the kit's reference" for source in experiment.sources.values())
+    lengths = experiment.lengths
+    assert lengths == [32, 64, 128, 256]
+    for name, reading in experiment.readings.items():
+        if name == "learned":  # its table has no row past 32: its own ValueError
+            assert list(reading.losses) == [32] and reading.refused.startswith("refused 64 words")
+        else:
+            assert list(reading.losses) == lengths and all(torch.isfinite(torch.tensor(list(reading.losses.values()))))
+    said = "\n".join(long_capstone.conclusions(experiment))
+    closest = min((name for name in EVERY_METHOD if name != "learned"),
+                  key=lambda name: abs(long_capstone.rise_of(experiment.readings[name], lengths)))
+    assert f"Closest at 256 words to its own loss at 32: {closest} " in said  # computed, never written in advance
+    assert "learned cannot read past 32 words" in said
+    table = experiment.table()
+    assert all(name in table for name in EVERY_METHOD)
+
+
+def test_a_task_not_written_leaves_its_reading_out_and_says_why():
+    own = dict(vars(units.get("long_context").reference))
+
+    def stub(*args, **kwargs):
+        raise NotImplementedError
+
+    own["yarn_attention_scale"] = stub
+    experiment = _quick(own)
+    assert experiment.left_out == {"RoPE + YaRN": "yarn_inverse_frequencies or yarn_attention_scale is not written yet"}
+    assert "RoPE + Llama 3" in experiment.readings
+    own["scaled_rope_scores"] = stub
+    experiment = _quick(own)
+    assert set(experiment.left_out) == {"RoPE + NTK", "RoPE + dynamic NTK", "RoPE + YaRN", "RoPE + Llama 3"}
+    assert all("not written yet" in why for why in experiment.left_out.values())
+    assert {"RoPE", "RoPE + interpolation", "ALiBi"} <= set(experiment.readings)
