@@ -40,3 +40,18 @@ def test_the_lesson_benchmark_prints_each_part_and_no_warning():
     assert "8. Train short, test long" in timed and "1. Why rotate" in timed, run.stdout
     assert "rotary_alibi:" in run.stdout and "s in all" in run.stdout
     assert "WARNING" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+def test_the_noise_benchmark_grades_every_units_reference_as_a_student_file():
+    """benchmarks/timing_noise.py grades each unit's finished reference, the borrowed code of another unit written
+    in (before, the third unit's file still imported solutions.rotary_alibi and every timing test read 0)."""
+    from autograder.core import units
+
+    timed = [unit.name for unit in units.all_units() if getattr(unit.rubric, "TIMED_PATHS", ())]
+    run = subprocess.run([sys.executable, "benchmarks/timing_noise.py", "--runs", "1", "--device", "cpu",
+                          "--units", *timed], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    for name in timed:
+        line = next(line for line in run.stdout.splitlines() if line.startswith(f"{name}:"))
+        assert "timing tests scored full in" in line and "full in 0 of" not in line, line
+    assert "every timing test full: yes" in run.stdout, run.stdout
