@@ -37,6 +37,7 @@ from autograder.course.build import make_stub, strip_markers
 from autograder.course.notebook import COURSE, function_source, notebook_name
 from autograder.course.release import release, run_nbgrader
 from autograder.units.positional_encodings.samples import MISTAKES
+from autograder.ways_in.demo import mistakes_of
 from autograder.ways_in.nbgrader_inert import mathml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,11 +47,15 @@ IN_CI = bool(os.environ.get("KIT_REQUIRE_BROWSER") or os.environ.get("CI"))
 # Per unit: (the task written wrong, how, the task not written). The wrong answer gives the grader's message in the
 # feedback; the stub makes a lesson cell raise, where an empty figure would once have been drawn.
 HALVES = next(mistake for mistake in MISTAKES if mistake.name == "sin_cos_halves")
+BOUNDS_SWAPPED = next(mistake for mistake in mistakes_of(units.get("long_context"))
+                      if mistake.name == "yarn_bounds_swapped")
 SUBMISSIONS = {
     "positional_encodings": ("sinusoidal_table", lambda text: text.replace(HALVES.old, HALVES.new), "shaw_scores"),
     "rotary_alibi": ("apply_rotary", lambda text: (ROOT / "tests" / "submissions" / "rotary_alibi" / "mistakes"
                                                    / "apply_rotary__clockwise.py").read_text(encoding="utf-8"),
                      "scaled_positions"),
+    "long_context": ("yarn_inverse_frequencies", lambda text: text.replace(BOUNDS_SWAPPED.old, BOUNDS_SWAPPED.new),
+                     "llama3_inverse_frequencies"),
 }
 STUDENT = "one_wrong_one_missing"
 
