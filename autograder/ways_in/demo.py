@@ -10,7 +10,7 @@ import importlib
 from pathlib import Path
 
 from autograder.core.rubric import SampleMistake  # noqa: F401  (a unit's samples.py declares them)
-from autograder.course.build import make_stub, strip_markers
+from autograder.course.build import make_stub
 
 
 def mistakes_of(unit):
@@ -32,7 +32,7 @@ def write_class(folder, unit):
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     source = unit.reference_path.read_text(encoding="utf-8")
-    finished = strip_markers(source)
+    finished = unit.finished_reference  # markers gone, and the code it borrows from another unit written in
     files = {"reference": finished, "blank_stubs": make_stub(source, unit)}
     files.update({mistake.name: apply(mistake, finished) for mistake in mistakes_of(unit)})
     paths = []
