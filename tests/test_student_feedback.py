@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from autograder.core import seeds, units
@@ -362,6 +362,7 @@ ANY_TEXT = st.text(max_size=200) | st.sampled_from([
 
 @settings(max_examples=150, deadline=None)
 @given(name=ANY_TEXT, note=ANY_TEXT, output=ANY_TEXT, passed_output=ANY_TEXT)
+@example(name="", note="\n", output="\nline 2", passed_output="")  # a parser drops one newline right after <pre>
 def test_any_student_text_is_shown_as_text_in_the_html(name, note, output, passed_output):
     result = _result(name, note, output, passed_output)
     page = Page(feedback.html_page(result))

@@ -178,7 +178,7 @@ def html_text(text):
 
 
 def _html_pre(text, css="message"):
-    return f'<pre class="{css}">{html_text(text)}</pre>'
+    return f'<pre class="{css}">\n{html_text(text)}</pre>'  # a parser drops one newline right after <pre>
 
 
 def _attribute(tag, name, value):
