@@ -85,6 +85,51 @@ def lengths_of(level, short, long, equal):
     return {"Lq < Lk": (short, long), "Lq == Lk": (equal, equal), "Lq > Lk": (long, short)}[level]
 
 
+# The positions a RoPE score path takes (positions_q=, positions_k=), and the sizes of a score call with its
+# "size 1" level: shared by the second unit's rope_scores and the third unit's scaled_rope_scores.
+SCORE_POSITIONS = Factor("positions", ("default positions", "positions_q given", "positions_k given",
+                                       "positions given", "float positions given"))
+
+
+def score_sizes(levels, rng):
+    """(B, H, dh, Lq, Lk) of a score call at a row with LENGTHS and "size 1" levels: small sizes from ``rng``, and
+    for "a size of 1" one sequence, one head, one query or one key."""
+    batch, heads, head_dim = rng.randint(2, 3), rng.randint(2, 3), 2 * rng.randint(2, 8)
+    short, long = sorted(rng.sample(range(2, 13), 2))
+    length_q, length_k = lengths_of(levels["lengths"], short, long, short)
+    if levels["size 1"] == "a size of 1":
+        which = rng.choice(["B", "H", "query" if levels["lengths"] != "Lq > Lk" else "key"])
+        if which == "B":
+            batch = 1
+        elif which == "H":
+            heads = 1
+        elif levels["lengths"] == "Lq == Lk":
+            length_q = length_k = 1
+        elif which == "query":
+            length_q = 1
+        else:
+            length_k = 1
+    return batch, heads, head_dim, length_q, length_k
+
+
+def score_positions(level, rng, length_q, length_k):
+    """(positions_q, positions_k) for a level of SCORE_POSITIONS: None where left out, else positions from a start
+    in 1..2000, as int64 or int32, or for "float positions given" fractional, as float32 or float64."""
+
+    def positions(length, fractional):
+        start = rng.randint(1, 2000)
+        if fractional:
+            return ((start + torch.arange(length, dtype=torch.float64) / rng.choice([2, 4, 8]))
+                    .to(rng.choice([torch.float32, torch.float64])))
+        return (start + torch.arange(length)).to(rng.choice([torch.int64, torch.int32]))
+
+    fractional = level == "float positions given"
+    both = ("positions given", "float positions given")
+    positions_q = positions(length_q, fractional) if level in ("positions_q given",) + both else None
+    positions_k = positions(length_k, fractional) if level in ("positions_k given",) + both else None
+    return positions_q, positions_k
+
+
 def _forbidden(contract):
     return {frozenset((first, second)) for first, second, _ in contract.excluded}
 

@@ -25,7 +25,8 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, raises_check, score_factors,
                                      size_one, tensor_check)
-from autograder.core.contracts import FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of, lengths_of
+from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
+                                       dtype_of, score_positions, score_sizes)
 from solutions import long_context as ref
 
 NAME = "scaled_rope_scores"
@@ -196,35 +197,8 @@ def _frequencies(rng, head_dim):
 
 def _from_contract(levels, rng, generator):
     """A call of scaled_rope_scores_contract at one row of the contract's design."""
-    batch, heads, head_dim = rng.randint(2, 3), rng.randint(2, 3), 2 * rng.randint(2, 8)
-    short, long = sorted(rng.sample(range(2, 13), 2))
-    length_q, length_k = lengths_of(levels["lengths"], short, long, short)
-    if levels["size 1"] == "a size of 1":
-        which = rng.choice(["B", "H", "query" if levels["lengths"] != "Lq > Lk" else "key"])
-        if which == "B":
-            batch = 1
-        elif which == "H":
-            heads = 1
-        elif levels["lengths"] == "Lq == Lk":
-            length_q = length_k = 1
-        elif which == "query":
-            length_q = 1
-        else:
-            length_k = 1
-
-    def positions(length, fractional=False):
-        start = rng.randint(1, 2000)
-        if fractional:
-            return ((start + torch.arange(length, dtype=torch.float64) / rng.choice([2, 4, 8]))
-                    .to(rng.choice([torch.float32, torch.float64])))
-        return (start + torch.arange(length)).to(rng.choice([torch.int64, torch.int32]))
-
-    given = levels["positions"]
-    both = ("positions given", "float positions given")
-    positions_q = (positions(length_q, given == "float positions given") if given in ("positions_q given",) + both
-                   else None)
-    positions_k = (positions(length_k, given == "float positions given") if given in ("positions_k given",) + both
-                   else None)
+    batch, heads, head_dim, length_q, length_k = score_sizes(levels, rng)
+    positions_q, positions_k = score_positions(levels["positions"], rng, length_q, length_k)
     scale = None if levels["scale"] == "scale left out" else rng.choice([1.296477, 1.631390, 0.5, 2.0])
     return _case("scaled_rope_scores_contract", generator, batch, heads, length_q, length_k,
                  _frequencies(rng, head_dim), attention_scale=scale, positions_q=positions_q, positions_k=positions_k,
@@ -232,8 +206,7 @@ def _from_contract(levels, rng, generator):
 
 
 CONTRACT = Contract(NAME, (
-    Factor("positions", ("default positions", "positions_q given", "positions_k given", "positions given",
-                         "float positions given")),
+    SCORE_POSITIONS,
     FLOAT_DTYPES,
     LENGTHS,
     Factor("scale", ("scale left out", "a scale passed")),

@@ -35,8 +35,8 @@ import torch
 
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, score_factors, size_one,
                                      tensor_check)
-from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
-                                       lengths_of)
+from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
+                                       dtype_of, score_positions, score_sizes)
 from autograder.units.rotary_alibi.cases.apply_rotary import _rotate
 from solutions import rotary_alibi as ref
 
@@ -240,34 +240,8 @@ def _meta_case(test, batch, heads, length_q, length_k, head_dim):
 
 def _from_contract(levels, rng, generator):
     """A call of rope_scores_positions at one row of the contract's design."""
-    batch, heads, head_dim = rng.randint(2, 3), rng.randint(2, 3), 2 * rng.randint(2, 8)
-    short, long = sorted(rng.sample(range(2, 13), 2))
-    length_q, length_k = lengths_of(levels["lengths"], short, long, short)
-    if levels["size 1"] == "a size of 1":  # one sequence, one head, one query or one key
-        which = rng.choice(["B", "H", "query" if levels["lengths"] != "Lq > Lk" else "key"])
-        if which == "B":
-            batch = 1
-        elif which == "H":
-            heads = 1
-        elif levels["lengths"] == "Lq == Lk":
-            length_q = length_k = 1
-        elif which == "query":
-            length_q = 1
-        else:
-            length_k = 1
-
-    def positions(length, fractional=False):
-        start = rng.randint(1, 2000)
-        if fractional:
-            return ((start + torch.arange(length, dtype=torch.float64) / rng.choice([2, 4, 8]))
-                    .to(rng.choice([torch.float32, torch.float64])))
-        return (start + torch.arange(length)).to(rng.choice([torch.int64, torch.int32]))
-
-    given = levels["positions"]
-    positions_q = (positions(length_q, given == "float positions given")
-                   if given in ("positions_q given", "positions given", "float positions given") else None)
-    positions_k = (positions(length_k, given == "float positions given")
-                   if given in ("positions_k given", "positions given", "float positions given") else None)
+    batch, heads, head_dim, length_q, length_k = score_sizes(levels, rng)
+    positions_q, positions_k = score_positions(levels["positions"], rng, length_q, length_k)
     scale = {"the default scale": None, "scale 0.0": 0.0}.get(levels["scale"], rng.choice([0.5, 0.125, 2.0]))
     base = None if levels["base"] == "the default base" else float(rng.choice([500.0, 1000.0, 50000.0]))
     return _case("rope_scores_positions", generator, batch, heads, length_q, length_k, head_dim,
@@ -280,8 +254,7 @@ def _from_contract(levels, rng, generator):
 # levels together in one (autograder/core/contracts.py). Fractional positions are a level of "positions": left out, the
 # positions are whole numbers, and an excluded pair would confound the two factors.
 CONTRACT = Contract(NAME, (
-    Factor("positions", ("default positions", "positions_q given", "positions_k given", "positions given",
-                         "float positions given")),
+    SCORE_POSITIONS,
     FLOAT_DTYPES,
     LENGTHS,
     Factor("layout", ("interleaved=True", "interleaved=False")),
