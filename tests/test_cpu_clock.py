@@ -24,6 +24,7 @@ def burn(seconds):
     while time.thread_time() - start < seconds:
         pass
 
+print("ready", flush=True)
 for line in sys.stdin:
     work, after = map(float, line.split())
     burn(work)
@@ -39,6 +40,9 @@ def child():
     if _child is None or _child.poll() is not None:
         _child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, bufsize=1)
+        # Waits out the interpreter's start: a reading taken while it still loads its modules (asleep on the disk
+        # now and then, so "settled") would count the rest of its start in no command (it once read 0.02 s adrift).
+        assert _child.stdout.readline() == "ready\n"
     return _child
 
 
