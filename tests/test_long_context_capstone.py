@@ -70,3 +70,23 @@ def test_a_task_not_written_leaves_its_reading_out_and_says_why():
     assert set(experiment.left_out) == {"RoPE + NTK", "RoPE + dynamic NTK", "RoPE + YaRN", "RoPE + Llama 3"}
     assert all("not written yet" in why for why in experiment.left_out.values())
     assert {"RoPE", "RoPE + interpolation", "ALiBi"} <= set(experiment.readings)
+
+
+def test_the_kits_command_runs_this_units_experiment_and_refuses_options_it_does_not_take():
+    import subprocess
+    import sys
+
+    def capstone(*arguments):
+        return subprocess.run([sys.executable, "-m", "autograder", "capstone", *arguments], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+
+    run = capstone("--unit", "long_context", "--steps", "2")
+    assert run.returncode == 0, run.stderr[-2000:]
+    rows = [line.split("|")[0].strip() for line in run.stdout.splitlines() if line.count("|") == 6]
+    assert tuple(rows[1:]) == EVERY_METHOD, run.stdout  # the header, then a row per method in the course's order
+    assert "The best of each unit at 256 words: unit 1: " in run.stdout
+    for arguments, said in ((("--unit", "long_context", "--classifier-steps", "2"), "--classifier-steps"),
+                            (("--unit", "long_context", "--longer"), "--longer is the second unit's experiment"),
+                            (("--unit", "no_such_unit"), "invalid choice: 'no_such_unit'")):
+        refused = capstone(*arguments)
+        assert refused.returncode == 2 and said in refused.stderr, (arguments, refused.stderr[-2000:])

@@ -129,12 +129,12 @@ def test_check_unit_refuses_a_name_that_is_no_unit():
 
 # --- check_unit finds each kind of problem, in units broken on purpose ------------------------------------------
 
-BROKEN = ("lossy", "uncaught", "caseless", "untimed")
+BROKEN = ("lossy", "uncaught", "caseless", "untimed", "unrun")
 
 
 @pytest.fixture(scope="module")
 def broken(tmp_path_factory):
-    """{unit: the problems check_unit finds}, for four skeletons in a copy of the kit, each broken in one way."""
+    """{unit: the problems check_unit finds}, for five skeletons in a copy of the kit, each broken in one way."""
     copy = copy_repository(tmp_path_factory.mktemp("broken-kit"))
     for name in BROKEN:
         new_unit(name, root=copy)
@@ -159,6 +159,9 @@ def broken(tmp_path_factory):
          "VIEWS = {}\n\n\ndef timing_inputs(spec, generator):\n    import torch\n\n"
          "    return (torch.randn(spec['batch'], spec['length'], spec['head_dim'], generator=generator),)\n\n\n"
          "def score_path(namespace, spec):\n    return namespace['untimed_ramp']\n")
+    # An experiment (CAPSTONE, for `python -m autograder capstone --unit`) in a module that is not there.
+    edit(units / "unrun" / "rubric.py", "\ncomplete(globals())", '\nCAPSTONE = ("unrun.experiment", "--quick")\n'
+         "\ncomplete(globals())")
     # Two processes, not threads: CPython 3.11 before 3.11.8 can fail ast.parse in two threads at once ("AST
     # constructor recursion depth mismatch", python/cpython#106905), and check_unit parses the unit's files.
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -201,6 +204,13 @@ def test_check_unit_finds_a_timed_path_naming_a_function_the_reference_lacks(bro
     assert problems[0] == ("the timed path 'ramp' in autograder/units/untimed/rubric.py names the function "
                            "untimed_helper, which solutions/untimed.py does not define"), problems
     assert len(problems) == 2, problems
+
+
+def test_check_unit_finds_an_experiment_that_does_not_import(broken):
+    problems = broken["unrun"]
+    assert len(problems) == 1 and problems[0].startswith(
+        "CAPSTONE in autograder/units/unrun/rubric.py names autograder.units.unrun.experiment, which does not "
+        "import (ModuleNotFoundError"), problems
 
 
 # --- the whole way: a new unit, checked, graded by the command line and by nbgrader -------------------------------

@@ -871,6 +871,27 @@ class Check:
                                  f"score_path in {self.where}/job.py returns the path's output")
                     break
 
+    def check_capstone(self):
+        """The rubric's optional ``CAPSTONE`` (the module under autograder/units that runs the unit's experiment,
+        then its arguments): `python -m autograder capstone --unit NAME` imports it and calls its ``main``."""
+        declared = getattr(self.unit.rubric, "CAPSTONE", None)
+        if declared is None:
+            return
+        if (not isinstance(declared, tuple) or not declared
+                or not all(isinstance(item, str) for item in declared)):
+            self.problem(f"CAPSTONE in {self.where}/rubric.py is {declared!r}: write a tuple of strings, the module "
+                         "under autograder/units (for instance \"NAME.experiment\") and then its arguments")
+            return
+        try:
+            module = importlib.import_module(f"autograder.units.{declared[0]}")
+        except Exception as error:
+            self.problem(f"CAPSTONE in {self.where}/rubric.py names autograder.units.{declared[0]}, which does not "
+                         f"import ({_error(error)})")
+            return
+        if not callable(getattr(module, "main", None)):
+            self.problem(f"CAPSTONE in {self.where}/rubric.py names autograder.units.{declared[0]}, which has no "
+                         "main(argv, references): python -m autograder capstone calls it")
+
     # -- the build: student folder and source notebook ---------------------------------------------------------
     def build(self):
         from autograder.course.build import build, student_folder
@@ -887,6 +908,7 @@ class Check:
         for name, path in unit.extra_files.items():
             if not path.is_file():
                 self.problem(f"SHIPPED in {self.where}/rubric.py names {name}, but {path} does not exist")
+        self.check_capstone()
         self.built_folder = False
         try:
             build(chosen=[self.name])

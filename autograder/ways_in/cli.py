@@ -185,6 +185,23 @@ OWN_PARSERS = {"lms-export": "write grades.csv as a file Canvas or Moodle import
 OWN_PARSER_MODULES = {"lms-export": "autograder.ways_in.lms_export", "similarity": "autograder.course.similarity"}
 
 
+def _capstone(parser, args, with_experiments):
+    """A unit's experiment: the module its rubric's ``CAPSTONE`` names (under autograder/units), whose
+    ``main(argv, references)`` runs on the kit's references."""
+    if args.longer and args.unit not in (None, "rotary_alibi"):
+        parser.exit(2, f"python -m autograder capstone: --longer is the second unit's experiment; --unit {args.unit} "
+                       "is another\n")
+    name = "rotary_alibi" if args.longer else args.unit or (with_experiments or [None])[0]
+    if name is None:
+        parser.exit(2, "python -m autograder capstone: no unit of the course declares an experiment (CAPSTONE)\n")
+    module, *arguments = units.get(name).rubric.CAPSTONE
+    argv = ["--seed", str(args.seed), "--steps", str(args.steps), *arguments]
+    if args.classifier_steps is not None:  # the first unit's (an experiment without it refuses it, exit 2)
+        argv += ["--classifier-steps", str(args.classifier_steps)]
+    experiment = importlib.import_module(f"autograder.units.{module}")
+    return experiment.main(argv, references={unit.name: unit.reference for unit in units.all_units()})
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                      formatter_class=_OneLineEach)
@@ -237,12 +254,18 @@ def main(argv=None):
                          help="copy this course secret into serverFilesCourse: each variant's hidden cases are then "
                               "its own")
 
-    capstone = commands.add_parser("capstone", help="train the lesson's tiny models, print the comparison")
+    with_experiments = [unit.name for unit in units.all_units() if getattr(unit.rubric, "CAPSTONE", None)]
+    capstone = commands.add_parser("capstone", help="train a lesson's tiny models, print the comparison",
+                                   description="Run a unit's experiment (its lesson's last part) on the kit's "
+                                               "references and print its tables.")
+    capstone.add_argument("--unit", choices=with_experiments, default=None,
+                          help=f"whose experiment (default: {with_experiments[0] if with_experiments else 'none'})")
     capstone.add_argument("--seed", type=int, default=0)
     capstone.add_argument("--steps", type=int, default=200, help="training steps of each language model")
-    capstone.add_argument("--classifier-steps", type=int, default=300, help="training steps of each classifier")
-    capstone.add_argument("--longer", action="store_true", help="the second unit's train-short, test-long "
-                                                                "experiment (RoPE, interpolation, ALiBi) instead")
+    capstone.add_argument("--classifier-steps", type=int, default=None,
+                          help="training steps of each classifier (the first unit's experiment; 300 if not given)")
+    capstone.add_argument("--longer", action="store_true", help="the same as --unit rotary_alibi: the second unit's "
+                                                                "train-short, test-long experiment")
 
     secret = commands.add_parser("course-secret", help="write a course secret: hidden cases per student")
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
@@ -284,13 +307,7 @@ def main(argv=None):
         argv = ["demo"] + argv  # the demo is the default command
     args = parser.parse_args(argv)
     if args.command == "capstone":
-        # The capstone is a unit's own (its capstone.py): the course's first unit that has one.
-        capstone_main = next(importlib.import_module(f"{unit.package}.capstone").main for unit in units.all_units()
-                             if (unit.folder / "capstone.py").is_file())
-
-        return capstone_main(["--seed", str(args.seed), "--steps", str(args.steps),
-                              "--classifier-steps", str(args.classifier_steps)] + (["--longer"] if args.longer else []),
-                             references={unit.name: unit.reference for unit in units.all_units()})
+        return _capstone(parser, args, with_experiments)
     if args.command == "course-secret":
         from autograder.core.seeds import write_secret
 

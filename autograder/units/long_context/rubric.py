@@ -15,6 +15,8 @@ SEED = 24945116
 BORROWS = {"rotary_alibi": ("apply_rotary",)}
 # The lesson's last part trains the first unit's tiny model with every method of the course (no answer in either).
 SHIPPED = {"capstone.py": "positional_encodings/capstone.py", "long_capstone.py": "long_context/long_capstone.py"}
+# `python -m autograder capstone --unit long_context`: the experiment on the kit's references.
+CAPSTONE = ("long_context.long_capstone",)
 # The lesson's notebook, top to bottom, on a 2-core machine (benchmarks/lesson_time.py): its experiment trains five
 # models and reads ten methods at four lengths (about a minute of it), where the other units' stay within 60 s.
 LESSON_SECONDS = 150

@@ -12,6 +12,8 @@ from autograder.core.rubric import Task, Test, TimedPath, complete
 TITLE = "Positional encodings"
 ORDER = 1  # the first unit of the course
 SHIPPED = ("capstone.py",)  # kit code the lesson's last part needs, shipped with the release (no answer in it)
+# `python -m autograder capstone --unit positional_encodings`: the module (under autograder/units) and its arguments.
+CAPSTONE = ("positional_encodings.capstone",)
 
 # In the lesson's order (the notebook teaches learned positions first, as the lecture does): the feedback, the
 # table, grades.csv and the documentation follow it.

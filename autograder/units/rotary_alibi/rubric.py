@@ -10,6 +10,8 @@ TITLE = "Rotary positions and ALiBi"
 ORDER = 2  # the course's second unit: it builds on the first (the scores, the sinusoidal rotation identity)
 # The lesson's train-short, test-long experiment trains the first unit's tiny model (no answer in it).
 SHIPPED = {"capstone.py": "positional_encodings/capstone.py"}
+# `python -m autograder capstone --unit rotary_alibi`: the first unit's module, with its second experiment.
+CAPSTONE = ("positional_encodings.capstone", "--longer")
 
 # In the lesson's order.
 TASKS = (
