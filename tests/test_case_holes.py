@@ -6,7 +6,6 @@ num_buckets in the grader's stand-in; every max_distance was a multiple of max_e
 bucket's edge, where the log's precision decides).
 """
 
-import math
 
 import pytest
 import torch

@@ -23,7 +23,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.units.positional_encodings import rubric
 from autograder.course.build import ROOT, make_stub, strip_markers
 from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES

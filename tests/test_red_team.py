@@ -18,7 +18,6 @@ import uuid
 
 import pytest
 
-from autograder.units.positional_encodings import rubric
 from autograder.course.build import ROOT
 from autograder.core.grade import Grader
 from autograder.intake.inert import is_inert
