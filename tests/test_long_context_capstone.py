@@ -90,3 +90,48 @@ def test_the_kits_command_runs_this_units_experiment_and_refuses_options_it_does
                             (("--unit", "no_such_unit"), "invalid choice: 'no_such_unit'")):
         refused = capstone(*arguments)
         assert refused.returncode == 2 and said in refused.stderr, (arguments, refused.stderr[-2000:])
+
+
+def test_in_a_students_folder_the_earlier_methods_run_on_the_students_own_notebooks(tmp_path, monkeypatch):
+    """Without the kit, the first two units' methods run on the student's own work: their notebook of the first
+    unit in its own folder beside this one (as the course's zips unpack), their .py of the second beside this
+    notebook. Only their own cells run: a cell that raises is reported, and the others still define."""
+    from autograder.ways_in.demo import apply, mistakes_of
+    from conftest import notebook
+
+    first, second = units.get("positional_encodings"), units.get("rotary_alibi")
+    swapped = next(mistake for mistake in mistakes_of(first) if mistake.name == "sin_cos_swapped")
+    (tmp_path / "positional_encodings").mkdir()
+    (tmp_path / "long_context").mkdir()
+    (tmp_path / "positional_encodings" / "positional_encodings.ipynb").write_text(
+        notebook([apply(swapped, first.finished_reference), "raise RuntimeError('a scratch cell of theirs')",
+                  "def extra_of_theirs():\n    return 7\n"]))
+    (tmp_path / "long_context" / "rotary_alibi.py").write_text(second.finished_reference)
+
+    def no_kit(name):
+        raise ImportError("no kit in a student's folder")
+
+    monkeypatch.setattr(long_capstone, "_kit_reference", no_kit)
+    monkeypatch.chdir(tmp_path / "long_context")
+    functions, sources = long_capstone.course_functions(units.get("long_context").reference)
+    assert sources["rotary_alibi"] == "your rotary_alibi.py", sources
+    first_source = sources["positional_encodings"]
+    assert first_source.startswith(f"your {tmp_path / 'positional_encodings' / 'positional_encodings.ipynb'} "
+                                   "(1 cell(s) raised: ") and "RuntimeError: a scratch cell of theirs" in first_source
+    assert functions["extra_of_theirs"]() == 7
+    table = functions["sinusoidal_table"](6, 8)
+    reference = first.reference.sinusoidal_table(6, 8)
+    assert table.shape == reference.shape and not torch.allclose(table, reference)  # theirs: sin and cos swapped
+    assert torch.allclose(table[:, 0::2], reference[:, 1::2]) and torch.allclose(table[:, 1::2], reference[:, 0::2])
+    experiment = _quick(units.get("long_context").reference)
+    assert tuple(experiment.readings) == EVERY_METHOD and experiment.left_out == {}
+    assert experiment.sources == sources
+
+    (tmp_path / "positional_encodings" / "positional_encodings.ipynb").unlink()
+    (tmp_path / "long_context" / "rotary_alibi.py").unlink()
+    functions, sources = long_capstone.course_functions(units.get("long_context").reference)
+    assert sources["positional_encodings"] == ("not here (neither the kit nor your positional_encodings.ipynb or "
+                                               "positional_encodings.py, beside this notebook or in "
+                                               "../positional_encodings/): left out")
+    assert sources["rotary_alibi"].endswith("; RoPE itself runs on the given apply_rotary")
+    assert "sinusoidal_table" not in functions and callable(functions["rope_scores"])

@@ -491,9 +491,11 @@ assert_no_loops(scaled_rope_scores, inputs=lambda length: (torch.randn(1, 4, len
 # frequencies alone. Dynamic NTK takes its factor from each window's length (factor 1: $s = n/L$); the others are set
 # once for $8L$ and read every window with it, as a model configured for $8L$ would.
 #
-# The first two units' methods run on those units' references where the kit is installed, else on your own
-# `positional_encodings.py` and `rotary_alibi.py` if you copy them beside this notebook (`long_capstone.py` says
-# how); this unit's methods run on your functions. A method that cannot run is left out, and the table says why.
+# The first two units' methods run on those units' references where the kit is installed, else on your own work:
+# your `positional_encodings.ipynb` and `rotary_alibi.ipynb` (or `.py` files), beside this notebook or in those
+# units' folders next to this one (`../positional_encodings/`, where the course's zips unpack); only your own cells
+# of them run, not their lessons. This unit's methods run on your functions. A method that cannot run is left
+# out, and the table says why.
 # About 40 seconds on the kit's 2-core CPU.
 
 # %% [demo: long_run]

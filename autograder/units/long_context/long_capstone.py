@@ -15,9 +15,11 @@ comparison is the frequencies alone). The static scalings are set for the longes
 window with it, as a model configured once for 8x would; dynamic NTK sets its factor from each window's length.
 
 Which code runs: the first two units' functions are their references where the kit is installed (the course's own
-run, the benchmark, the documentation's figure), else that unit's own file of yours beside this notebook
-(``positional_encodings.py``, ``rotary_alibi.py``); without either, RoPE runs on the given ``apply_rotary`` and the
-other earlier methods are left out, and the report says so. This unit's methods are always your own functions
+run, the benchmark, the documentation's figure), else your own work on that unit: its notebook or .py file
+(``positional_encodings.ipynb`` or ``.py``, ``rotary_alibi.ipynb`` or ``.py``) beside this notebook, or in that
+unit's folder beside this one (``../positional_encodings/``, as the course's zips unpack). A notebook's cells run as
+the self-checks run them: your own cells only, each on its own, none of the lesson's. Without any, RoPE runs on the
+given ``apply_rotary`` and the other earlier methods are left out, and the report says so. This unit's methods are always your own functions
 (the notebook's ``globals()``); one that is not written, or raises, is left out with the reason. This file holds no
 answer: it calls the functions it is given.
 
@@ -26,10 +28,11 @@ Run it on its own with the kit's references (it prints the table and the conclus
 """
 
 import contextlib
-import importlib
 import math
 import time
+import types
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -61,18 +64,63 @@ UNIT_OF = {"sinusoidal": 1, "learned": 1, "T5": 1, "RoPE": 2, "ALiBi": 2, "RoPE 
 
 # --- where the functions come from ------------------------------------------------------------------------------
 
-def _earlier_unit(name):
-    """(functions, where they come from) of an earlier unit: the kit's reference, else the student's own file of
-    that unit beside the notebook, else (None, why not)."""
+def _kit_reference(name):
+    """The module of an earlier unit's reference where the kit is installed; ImportError in a student's folder."""
+    from autograder.core import units
+
+    return units.get(name).reference
+
+
+def own_work(name, folder=None):
+    """The path of a student's own work on the earlier unit ``name``: ``NAME.ipynb`` or ``NAME.py`` in ``folder``
+    (the notebook's, the current folder by default) or in ``folder/../NAME/`` (that unit's own folder, unpacked
+    beside this one); None where there is none."""
+    here = Path.cwd() if folder is None else Path(folder)
+    for place in (here, here.parent / name):
+        for suffix in (".ipynb", ".py"):
+            if (place / f"{name}{suffix}").is_file():
+                return place / f"{name}{suffix}"
+    return None
+
+
+def run_own_work(path):
+    """{name: value} that the student's file defines, its code cells run each on its own as the self-checks run
+    them (an error in one does not hide the others), and the errors, one line each. The file is read by the
+    course's notebook loader: the lesson's own cells (checks, demonstrations, pictures) are left out."""
     try:
-        from autograder.core import units  # the kit is installed: its references
-        return vars(units.get(name).reference), "the kit's reference"
+        from autograder.intake.load import LoadError, load  # in the kit
+    except ImportError:  # beside the notebook: the same file, shipped as notebook_loader.py
+        from notebook_loader import LoadError, load
+
+    module = types.ModuleType(path.stem)
+    module.__file__ = str(path)
+    try:
+        submission = load(path)
+    except LoadError as error:
+        return {}, [str(error)]
+    errors = []
+    for chunk in submission.chunks:
+        try:
+            exec(compile(chunk["source"], chunk["label"], "exec"), module.__dict__)  # noqa: S102  (the student's own)
+        except Exception as error:  # noqa: BLE001  (the student's own code: the other cells may still define some)
+            errors.append(f"{chunk['label']} raised {type(error).__name__}: {str(error)[:200]}")
+    return vars(module), errors
+
+
+def _earlier_unit(name):
+    """(functions, where they come from) of an earlier unit: the kit's reference, else the student's own work on
+    that unit (``own_work``), else (None, why not)."""
+    try:
+        return vars(_kit_reference(name)), "the kit's reference"
     except ImportError:
         pass
-    try:
-        return vars(importlib.import_module(name)), f"your {name}.py"
-    except ImportError:
-        return None, f"not here (neither the kit nor your {name}.py): left out"
+    path = own_work(name)
+    if path is None:
+        return None, (f"not here (neither the kit nor your {name}.ipynb or {name}.py, beside this notebook or in "
+                      f"../{name}/): left out")
+    found, errors = run_own_work(path)
+    where = f"your {path.name}" if path.parent == Path.cwd() else f"your {path}"
+    return found, where + (f" ({len(errors)} cell(s) raised: {errors[0]})" if errors else "")
 
 
 def course_functions(own):
