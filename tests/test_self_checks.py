@@ -139,3 +139,31 @@ def test_the_second_units_task_words_select_their_own_checks_which_fail_on_the_s
     assert run.returncode == 1
     for task in unit.rubric.TASK_NAMES:
         assert f"Task {task} is not written yet" in run.stdout, (task, run.stdout[-2000:])
+
+
+def test_a_task_word_inside_another_tasks_name_still_selects_its_own_checks_alone(tmp_path):
+    """The third unit's ntk_inverse_frequencies is part of dynamic_ntk_inverse_frequencies: pytest's -k, which
+    matches parts of names, would run both; the folder's conftest keeps a task word to its own file. Every task of
+    every unit, on the blank stubs: its own checks only, and all of them."""
+    from autograder.core import units
+    from autograder.course.build import make_stub, student_folder
+
+    runs = {}
+    for unit in units.all_units():
+        folder = tmp_path / unit.name
+        shutil.copytree(student_folder(unit), folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+        (folder / f"{unit.module_name}.py").write_text(make_stub(unit.reference_path.read_text(), unit))
+        everything = _pytest(folder, "--collect-only", "-o", "addopts=", "-q")
+        for task in unit.rubric.TASK_NAMES:
+            runs[unit.name, task] = folder, [line for line in everything.stdout.splitlines()
+                                             if line.startswith(f"test_{task}.py::")]
+    assert any(a != b and a in b for _, a in runs for _, b in runs), "no task name is part of another's here"
+    with ThreadPoolExecutor(2) as pool:
+        collected = dict(zip(runs, pool.map(lambda key: _pytest(runs[key][0], "-k", key[1], "--collect-only", "-o",
+                                                                  "addopts=", "-q"), runs)))
+    for (name, task), run in collected.items():
+        selected = [line for line in run.stdout.splitlines() if "::" in line]
+        assert selected == runs[name, task][1] != [], (name, task, run.stdout[-2000:])
+    run = _pytest(tmp_path / "long_context", "-k", "ntk_inverse_frequencies")
+    assert run.returncode == 1 and "Task ntk_inverse_frequencies is not written yet" in run.stdout
+    assert "dynamic_ntk_inverse_frequencies" not in run.stdout, run.stdout[-2000:]

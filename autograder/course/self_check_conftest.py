@@ -99,6 +99,18 @@ def _line_of(error, label):
     return f", line {found}" + (f" ({text})" if text else "")
 
 
+def pytest_collection_modifyitems(config, items):
+    """``-k TASK`` runs TASK's checks alone, also where TASK's name is part of another task's (``-k`` matches
+    parts of names: ``ntk_inverse_frequencies`` is in ``dynamic_ntk_inverse_frequencies``)."""
+    word = (config.getoption("keyword") or "").strip()
+    if not (HERE / f"test_{word}.py").is_file():  # not a task word: pytest's own -k, unchanged
+        return
+    others = [item for item in items if item.path.name != f"test_{word}.py"]
+    if others:
+        config.hook.pytest_deselected(items=others)
+        items[:] = [item for item in items if item.path.name == f"test_{word}.py"]
+
+
 def pytest_report_header(config):
     return [f"checking the functions defined in {_loaded['path'].name}"] + [f"  note: {n}" for n in _loaded["notes"]]
 
