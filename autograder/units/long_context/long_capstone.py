@@ -29,6 +29,7 @@ Run it on its own with the kit's references (it prints the table and the conclus
 
 import contextlib
 import math
+import os
 import time
 import types
 from dataclasses import dataclass, field
@@ -119,7 +120,7 @@ def _earlier_unit(name):
         return None, (f"not here (neither the kit nor your {name}.ipynb or {name}.py, beside this notebook or in "
                       f"../{name}/): left out")
     found, errors = run_own_work(path)
-    where = f"your {path.name}" if path.parent == Path.cwd() else f"your {path}"
+    where = f"your {os.path.relpath(path)}"  # rotary_alibi.ipynb, or ../rotary_alibi/rotary_alibi.ipynb
     return found, where + (f" ({len(errors)} cell(s) raised: {errors[0]})" if errors else "")
 
 
