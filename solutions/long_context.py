@@ -96,22 +96,24 @@ def dynamic_ntk_inverse_frequencies(head_dim, *, length, trained_length, base=10
               = (base * s ** (dh / (dh - 2))) ** (-2i / dh)
 
     Up to the trained length, s = 1 and the frequencies are RoPE's own, unscaled: a short text is read exactly
-    as in training. Past it, s grows linearly with the length, from 1 at L to ``factor`` at ``factor * L``
-    and beyond. A model recomputes the frequencies whenever the text grows.
+    as in training. Past it, s grows linearly with the length, with no ceiling: by ``factor`` for every further L
+    (s = 1 + factor * (length - L) / L; at twice L with factor 2, s = 3). A model recomputes the frequencies
+    whenever the text grows.
 
     Args:
         head_dim: dh, the size of one head; even, and at least 4.
         length: the current sequence length (the largest position + 1); a positive integer.
         trained_length: L, the length the model was trained on; a positive integer.
         base: the unscaled base; a finite number above 1.
-        factor: the NTK factor reached at length ``factor * L``; finite, at least 1.
+        factor: how fast s grows past L: by ``factor`` for every further L; finite, at least 1.
 
     Returns:
         theta: (dh/2,) float32 on the CPU.
 
     Raises:
         ValueError: if ``head_dim`` is odd or below 4, ``base`` is not a finite number above 1, ``factor`` is
-            below 1 or not finite, or ``length`` or ``trained_length`` is below 1.
+            below 1 or not finite, or ``length`` or ``trained_length`` is below 1, at every length (a short
+            length too).
 
     Convention the grader expects: Hugging Face's ``dynamic`` rope type, whose length is never taken below L:
     for length <= L the output is the unscaled theta_i = base ** (-2i / dh), for every factor. You may call
@@ -145,7 +147,8 @@ def yarn_inverse_frequencies(head_dim, *, base=10000.0, factor, trained_length, 
         theta_i = base ** (-2i / dh)                                   the unscaled frequencies
         pair(beta) = dh * ln(L / (2 pi beta)) / (2 ln base)           the pair that turns beta times within L
         low  = max(floor(pair(beta_fast)), 0)                          (no floor or ceil if truncate=False)
-        high = min(ceil(pair(beta_slow)), dh - 1)                      (high + 0.001 where high == low)
+        high = min(ceil(pair(beta_slow)), dh - 1)
+        high = high + 0.001 where high == low, after the clamps       (a step at low, not 0 / 0)
         ramp_i = clamp((i - low) / (high - low), 0, 1)
         theta'_i = (1 - ramp_i) * theta_i + ramp_i * theta_i / factor
 
@@ -153,7 +156,9 @@ def yarn_inverse_frequencies(head_dim, *, base=10000.0, factor, trained_length, 
     "turns beta times" for i. Pairs below ``low`` turn more than beta_fast times: they keep their frequency
     (extrapolation: their angles within L already cover every turn). Pairs above ``high`` turn less than
     beta_slow times: they are divided by the factor (interpolation, as in position interpolation). Between,
-    a straight ramp.
+    a straight ramp. The formula decides where the prose and it part: where the clamps leave ``high`` below
+    ``low`` (with truncation, an L of 2 pi beta_fast base ** 2 or more, or of a few positions with the betas
+    close together), ramp_i is still the clamp of the quotient as written.
 
     Args:
         head_dim: dh, the size of one head; even and positive.
@@ -341,11 +346,15 @@ def scaled_rope_scores(q, k, inverse_frequencies, *, attention_scale=1.0, positi
         q: (B, H, Lq, dh) float queries.
         k: (B, H, Lk, dh) keys, of q's dtype.
         inverse_frequencies: (dh/2,) float, pair i's angle per position.
-        attention_scale: multiplies every score, on top of 1/sqrt(dh) (YaRN's 1/t); default 1.0.
+        attention_scale: multiplies every score, on top of 1/sqrt(dh) (YaRN's 1/t); a number above 0;
+            default 1.0.
         positions_q: (Lq,) integer or float positions of the queries (or a shape that broadcasts to
             (B, H, Lq)); default ``arange(Lq)``.
         positions_k: (Lk,) positions of the keys (or a shape that broadcasts to (B, H, Lk)); default
             ``arange(Lk)``.
+
+    ``inverse_frequencies`` and the positions may be on another device than q and k (the CPU, where this
+    unit's functions make the frequencies): the rotation is done on q's device.
 
     Returns:
         scores: (B, H, Lq, Lk), the dtype and device of ``q``.
@@ -357,7 +366,8 @@ def scaled_rope_scores(q, k, inverse_frequencies, *, attention_scale=1.0, positi
     Convention the grader expects: the "rotate half" layout of GPT-NeoX, LLaMA and Hugging Face: pair i is
     ``(x[i], x[i + dh/2])``, and the frequencies of every function of this unit are in that order. The angles
     t * theta_i are computed in float64 (a float32 product loses the fast pairs' angles far from position 0),
-    the rotation as ``apply_rotary`` computes it (float32 for float16 and bfloat16 input, rounded back). The
+    the rotation as ``apply_rotary`` computes it (float32 for float16 and bfloat16 input, rounded back; the scores
+    of a half dtype are checked within that dtype's rounding, wherever it rounds). The
     attention scale multiplies the scores once (or q and k each by its square root), never the values: this
     function has none. Positions default to arange(Lq) and arange(Lk), both from 0, as in the second unit.
 

@@ -86,10 +86,14 @@ def test_the_kits_command_runs_this_units_experiment_and_refuses_options_it_does
     assert tuple(rows[1:]) == EVERY_METHOD, run.stdout  # the header, then a row per method in the course's order
     assert "The best of each unit at 256 words: unit 1: " in run.stdout
     for arguments, said in ((("--unit", "long_context", "--classifier-steps", "2"), "--classifier-steps"),
-                            (("--unit", "long_context", "--longer"), "--longer is the second unit's experiment"),
+                            (("--unit", "long_context", "--longer"), "unrecognized arguments: --longer"),
+                            (("--unit", "rotary_alibi", "--classifier-steps", "2", "--steps", "1"), ""),
                             (("--unit", "no_such_unit"), "invalid choice: 'no_such_unit'")):
         refused = capstone(*arguments)
-        assert refused.returncode == 2 and said in refused.stderr, (arguments, refused.stderr[-2000:])
+        if said:
+            assert refused.returncode == 2 and said in refused.stderr, (arguments, refused.stderr[-2000:])
+        else:  # the first unit's module takes --classifier-steps, also for its second experiment
+            assert refused.returncode == 0, refused.stderr[-2000:]
 
 
 def test_in_a_students_folder_the_earlier_methods_run_on_the_students_own_notebooks(tmp_path, monkeypatch):
@@ -108,10 +112,18 @@ def test_in_a_students_folder_the_earlier_methods_run_on_the_students_own_notebo
                   "def extra_of_theirs():\n    return 7\n"]))
     (tmp_path / "long_context" / "rotary_alibi.py").write_text(second.finished_reference)
 
-    def no_kit(name):
-        raise ImportError("no kit in a student's folder")
+    import importlib.util
+    import sys
 
-    monkeypatch.setattr(long_capstone, "_kit_reference", no_kit)
+    from autograder.course.build import student_folder
+
+    # The student's folder: no kit to import, the notebook loader beside the notebook.
+    monkeypatch.setattr(long_capstone, "_kit_reference", lambda name: None)
+    spec = importlib.util.spec_from_file_location("notebook_loader",
+                                                  student_folder(units.get("long_context")) / "notebook_loader.py")
+    loader = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loader)
+    monkeypatch.setitem(sys.modules, "notebook_loader", loader)
     monkeypatch.chdir(tmp_path / "long_context")
     functions, sources = long_capstone.course_functions(units.get("long_context").reference)
     assert sources["rotary_alibi"] == "your rotary_alibi.py", sources

@@ -185,19 +185,21 @@ OWN_PARSERS = {"lms-export": "write grades.csv as a file Canvas or Moodle import
 OWN_PARSER_MODULES = {"lms-export": "autograder.ways_in.lms_export", "similarity": "autograder.course.similarity"}
 
 
-def _capstone(parser, args, with_experiments):
-    """A unit's experiment: the module its rubric's ``CAPSTONE`` names (under autograder/units), whose
-    ``main(argv, references)`` runs on the kit's references."""
-    if args.longer and args.unit not in (None, "rotary_alibi"):
-        parser.exit(2, f"python -m autograder capstone: --longer is the second unit's experiment; --unit {args.unit} "
-                       "is another\n")
-    name = "rotary_alibi" if args.longer else args.unit or (with_experiments or [None])[0]
-    if name is None:
-        parser.exit(2, "python -m autograder capstone: no unit of the course declares an experiment (CAPSTONE)\n")
+def _capstone(parser, args):
+    """A unit's experiment: the module its rubric's ``CAPSTONE`` names (under autograder/units, then its
+    arguments), whose ``main(argv, references)`` runs on the kit's references. An option the experiment does not
+    take is refused by its own parser (exit status 2)."""
+    with_experiments = [unit.name for unit in units.all_units() if getattr(unit.rubric, "CAPSTONE", None)]
+    name = args.unit or (with_experiments or [None])[0]
+    if name not in with_experiments:
+        parser.exit(2, f"python -m autograder capstone: {f'the unit {name} has' if name else 'no unit has'} no "
+                       f"experiment (its rubric's CAPSTONE); units with one: {', '.join(with_experiments) or 'none'}\n")
     module, *arguments = units.get(name).rubric.CAPSTONE
     argv = ["--seed", str(args.seed), "--steps", str(args.steps), *arguments]
-    if args.classifier_steps is not None:  # the first unit's (an experiment without it refuses it, exit 2)
+    if args.classifier_steps is not None:
         argv += ["--classifier-steps", str(args.classifier_steps)]
+    if args.longer and "--longer" not in argv:
+        argv.append("--longer")
     experiment = importlib.import_module(f"autograder.units.{module}")
     return experiment.main(argv, references={unit.name: unit.reference for unit in units.all_units()})
 
@@ -254,18 +256,18 @@ def main(argv=None):
                          help="copy this course secret into serverFilesCourse: each variant's hidden cases are then "
                               "its own")
 
-    with_experiments = [unit.name for unit in units.all_units() if getattr(unit.rubric, "CAPSTONE", None)]
     capstone = commands.add_parser("capstone", help="train a lesson's tiny models, print the comparison",
-                                   description="Run a unit's experiment (its lesson's last part) on the kit's "
-                                               "references and print its tables.")
-    capstone.add_argument("--unit", choices=with_experiments, default=None,
-                          help=f"whose experiment (default: {with_experiments[0] if with_experiments else 'none'})")
+                                   description="Run a unit's experiment (its lesson's last part, which its rubric's "
+                                               "CAPSTONE names) on the kit's references and print its tables.")
+    capstone.add_argument("--unit", choices=units.folder_names(), default=None,
+                          help="whose experiment (default: the course's first unit that has one)")
     capstone.add_argument("--seed", type=int, default=0)
     capstone.add_argument("--steps", type=int, default=200, help="training steps of each language model")
     capstone.add_argument("--classifier-steps", type=int, default=None,
-                          help="training steps of each classifier (the first unit's experiment; 300 if not given)")
-    capstone.add_argument("--longer", action="store_true", help="the same as --unit rotary_alibi: the second unit's "
-                                                                "train-short, test-long experiment")
+                          help="training steps of each classifier (an experiment that trains classifiers)")
+    capstone.add_argument("--longer", action="store_true",
+                          help="passed on to the experiment (the first unit's: the second unit's train-short, "
+                               "test-long runs, as --unit of the second unit gives)")
 
     secret = commands.add_parser("course-secret", help="write a course secret: hidden cases per student")
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
@@ -307,7 +309,7 @@ def main(argv=None):
         argv = ["demo"] + argv  # the demo is the default command
     args = parser.parse_args(argv)
     if args.command == "capstone":
-        return _capstone(parser, args, with_experiments)
+        return _capstone(parser, args)
     if args.command == "course-secret":
         from autograder.core.seeds import write_secret
 

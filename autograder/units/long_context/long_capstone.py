@@ -66,9 +66,11 @@ UNIT_OF = {"sinusoidal": 1, "learned": 1, "T5": 1, "RoPE": 2, "ALiBi": 2, "RoPE 
 # --- where the functions come from ------------------------------------------------------------------------------
 
 def _kit_reference(name):
-    """The module of an earlier unit's reference where the kit is installed; ImportError in a student's folder."""
-    from autograder.core import units
-
+    """The module of an earlier unit's reference where the kit is installed; None in a student's folder."""
+    try:
+        from autograder.core import units
+    except ImportError:
+        return None
     return units.get(name).reference
 
 
@@ -87,11 +89,9 @@ def own_work(name, folder=None):
 def run_own_work(path):
     """{name: value} that the student's file defines, its code cells run each on its own as the self-checks run
     them (an error in one does not hide the others), and the errors, one line each. The file is read by the
-    course's notebook loader: the lesson's own cells (checks, demonstrations, pictures) are left out."""
-    try:
-        from autograder.intake.load import LoadError, load  # in the kit
-    except ImportError:  # beside the notebook: the same file, shipped as notebook_loader.py
-        from notebook_loader import LoadError, load
+    course's notebook loader, shipped beside the notebook (``notebook_loader.py``): the lesson's own cells
+    (checks, demonstrations, pictures) are left out."""
+    from notebook_loader import LoadError, load
 
     module = types.ModuleType(path.stem)
     module.__file__ = str(path)
@@ -111,10 +111,9 @@ def run_own_work(path):
 def _earlier_unit(name):
     """(functions, where they come from) of an earlier unit: the kit's reference, else the student's own work on
     that unit (``own_work``), else (None, why not)."""
-    try:
-        return vars(_kit_reference(name)), "the kit's reference"
-    except ImportError:
-        pass
+    reference = _kit_reference(name)
+    if reference is not None:
+        return vars(reference), "the kit's reference"
     path = own_work(name)
     if path is None:
         return None, (f"not here (neither the kit nor your {name}.ipynb or {name}.py, beside this notebook or in "
