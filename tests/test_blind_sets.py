@@ -15,6 +15,14 @@ Measured as written (2026-12-02), before the grader learnt anything from them:
   17 alternatives, all full marks; 39 mistakes, 33 caught, each told what is wrong (12 by name). Then: float32
   and far fractional float64 positions in scaled_positions' cases, a float32 step in a float64 result told.
 
+* long_context (2026-12-04, by a helper who read only the released student folder): 14 alternatives, all full
+  marks; 32 mistakes, 27 caught. Then: one of them (yarn_attention_scale__int_one_at_factor_one, the int 1 at
+  factor 1) moved to the alternatives, accepted (a Python number of the right value); argument checks at short
+  lengths, a negative mscale, positions per sequence and head, the meta device (frequencies on the CPU) and a
+  YaRN bound past dh/2 - 1 added to the cases; a failure told against the stand-in's answer where the output is
+  near it; a mistake whose output others give too named with them; the angles in float32 named. Every one of the
+  31 caught, 15 by name, the others told where, when or how.
+
 Left out of the files here, and why: two written after Hugging Face's and the ALiBi authors' code (the kit's code
 is its own); two that build a tensor on the CPU where the input is on another device (caught only by a grader
 with a GPU, where the cases run on CUDA: tests/test_timing_tier.py, test_rotary_alibi_grading.py); angles in
@@ -27,11 +35,10 @@ from pathlib import Path
 import pytest
 
 from autograder.core import units
-from autograder.course.build import strip_markers
 from autograder.core.grade import Grader
 
 FOLDER = Path(__file__).parent / "submissions" / "blind"
-UNITS = ("positional_encodings", "rotary_alibi")
+UNITS = ("positional_encodings", "rotary_alibi", "long_context")
 FILES = {(unit, kind): sorted((FOLDER / unit / kind).glob("*.py")) for unit in UNITS
          for kind in ("alternatives", "mistakes")}
 # The mistakes the feedback names, with words of the name: each is the mistake the file's first line says it makes.
@@ -75,11 +82,30 @@ NAMED = {
         "rotary_angles__theta_without_2": "i/dh where pair i needs 2i/dh",
         "scaled_positions__float32_before_division": "divided in float32",
     },
+    "long_context": {
+        "dynamic_ntk_inverse_frequencies__offset_dropped": "the shift - (factor - 1) is missing",
+        # Past (2 - 1/factor) L a ceiling at the factor gives static NTK's frequencies: both are named.
+        "dynamic_ntk_inverse_frequencies__s_capped_at_factor": "s stops at the factor",
+        "llama3_inverse_frequencies__smooth_reversed": "the blend runs the wrong way",
+        "llama3_inverse_frequencies__wavelength_without_2pi": "the wavelength is 1 / theta_i",
+        "ntk_inverse_frequencies__exponent_inverted": "factor ** ((dh - 2) / dh)",
+        # dh // (dh - 2) is 1 for every dh above 4: the base times the factor itself.
+        "ntk_inverse_frequencies__integer_division_exponent": "multiplied by the factor itself",
+        "scaled_rope_scores__angles_in_float32": "are computed in float32",
+        "scaled_rope_scores__interleaved_pairs": "the interleaved layout",
+        "scaled_rope_scores__scale_on_q_and_k_each": "multiplies q and k each",
+        "yarn_attention_scale__sqrt_not_squared": "this is sqrt(1/t)",
+        "yarn_inverse_frequencies__bounds_swapped": "the ramp's bounds are swapped",
+        "yarn_inverse_frequencies__dimension_index_in_pair_formula": "the bounds are dimensions",
+        "yarn_inverse_frequencies__high_clamped_at_last_pair": "high is clamped at dh/2 - 1",
+        "yarn_inverse_frequencies__low_not_clamped_at_zero": "the bounds are not clamped",
+        "yarn_inverse_frequencies__no_guard_for_equal_bounds": "where low == high the ramp divides by zero",
+    },
 }
 # BLOOM's form earns the causal tests (the rubric's decision) and fails without the mask.
 ACCEPTED = {"alibi_bias__bloom_key_position": {"alibi_bias_bidirectional"}}
 # What a failure says when it names no mistake.
-TOLD = ("How it goes wrong", "When it goes wrong", "only the dtype differs", "only the shape differs",
+TOLD = ("How it goes wrong", "When it goes wrong", "only the dtype differs", "only the shape differs", "on the meta device",
         "float32's precision only", "should raise", " raised ", "in place", "standard deviation", "nn.Parameter")
 
 
@@ -88,7 +114,7 @@ def graded(tmp_path_factory):
     results = {}
     for unit_name in UNITS:
         unit = units.get(unit_name)
-        reference = strip_markers(unit.reference_path.read_text(encoding="utf-8"))
+        reference = unit.finished_reference  # the reference as a finished file reads (a unit's given code in it)
         folder = tmp_path_factory.mktemp(unit_name)
         paths = []
         for source in FILES[(unit_name, "alternatives")] + FILES[(unit_name, "mistakes")]:

@@ -314,6 +314,23 @@ def changed_inputs(outcome, label, names=None):
             "into a new tensor: q * scale rather than q *= scale or q.mul_(scale), x + rows rather than x += rows.")
 
 
+def _meta_meaning(message):
+    """What an error on the meta device means, by torch's words: a meta tensor has a shape and a dtype and no
+    values, and meets no tensor of another device (as a CUDA tensor meets no CPU one)."""
+    if re.search(r"copy out of meta", message, re.IGNORECASE):
+        return ("A tensor on the meta device was copied off it: moved to another device (.cpu(), .to(t.device) of a "
+                "tensor t made on the CPU, such as a default torch.arange(L)) or read out (.tolist()). Make every new "
+                "tensor on the input's device (torch.arange(L, device=q.device)) and move the other arguments to it, "
+                "never the input away from it.")
+    if re.search(r"expected device|same device|not on the expected", message, re.IGNORECASE):
+        return ("A tensor made on the CPU met the inputs on the meta device, which torch refuses as it refuses a "
+                "CPU tensor beside a CUDA one: make every new tensor on the input's device (device=x.device), and "
+                "move the other arguments to it.")
+    return ("On the meta device a tensor has a shape and a dtype but no values, so reading values back (.item(), "
+            ".tolist(), .numpy(), float(t), if t.any()) fails there. Build the result with torch operations on the "
+            "device asked for, and do any arithmetic on plain numbers in Python.")
+
+
 def device_check(label, expected_device, expected_shape, expected_dtype, inputs=None):
     """A check that the call returned a tensor on ``expected_device`` (the meta device, say, which holds no data:
     so no values are compared) of ``expected_shape`` and ``expected_dtype``: type, then device, shape, dtype.
@@ -326,11 +343,8 @@ def device_check(label, expected_device, expected_shape, expected_dtype, inputs=
         if expected_device == "meta" and error and re.search(r"\bmeta\b", error["message"], re.IGNORECASE):
             # Not "not implemented yet" (the meta device's refusal is a NotImplementedError): say what it means.
             where = f"\n  (raised at {error['where']})" if error.get("where") else ""
-            return Verdict(False, f"{label} raised {error['type']}: {error['message']}{where}\nOn the meta device a "
-                                  "tensor has a shape and a dtype but no values, so reading values back (.item(), "
-                                  ".tolist(), .numpy(), float(t), if t.any()) fails there. Build the result with "
-                                  "torch operations on the device asked for, and do any arithmetic on plain numbers "
-                                  "in Python.", raised=True)
+            return Verdict(False, f"{label} raised {error['type']}: {error['message']}{where}\n"
+                                  f"{_meta_meaning(error['message'])}", raised=True)
         failed = failure_of(outcome, label)
         if failed:
             return Verdict(False, failed, raised=outcome is not None and "missing" not in outcome)
@@ -387,6 +401,13 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
             return right_but_changed
         if also_accept is not None and mismatch(got, also_accept, atol=atol, rtol=rtol) is None:
             return right_but_changed
+        if also_accept is not None and _nearer(got, also_accept, expected, atol, rtol):
+            # Told against the answer it is near: the stand-in's, with what that is (a function that calls its
+            # helper, told against the reference's values, would read "expected 1, got 0.21" for a slip of 1e-5).
+            problem = mismatch(got, also_accept, what=f"{label}", atol=atol, rtol=rtol) + (
+                "\n(Expected here: what this function gives when it calls its helper right, with the grader's "
+                "stand-in in the helper's place while this task is graded, so that only this task's own work "
+                "counts.)")
         right = [expected] + ([also_accept] if also_accept is not None else [])
         form = next(filter(None, (_right_but_for_the_form(got, answer, atol, rtol) for answer in right)), None)
         if form:  # no mistake of value to name
@@ -411,6 +432,20 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
     check.expected, check.mistakes, check.atol, check.rtol = expected, tuple(mistakes), atol, rtol
     check.axes, check.coordinates, check.advice = axes, dict(coordinates or {}), tuple(advice)
     return check
+
+
+def _nearer(got, this, that, atol, rtol):
+    """Whether ``got`` is nearer ``this`` than ``that`` (two right answers of its shape), in tolerances: the mean
+    over the entries of |got - answer| / (atol + rtol |answer|)."""
+    if not all(isinstance(x, torch.Tensor) and x.is_floating_point() and x.shape == got.shape and x.device.type != "meta"
+               for x in (got, this, that)):
+        return False
+
+    def distance(answer):
+        gap = (got.double() - answer.double()).abs() / (atol + rtol * answer.double().abs())
+        return float(gap.nan_to_num(nan=float("inf")).mean())
+
+    return distance(this) < distance(that)
 
 
 def raises_check(label, exception="ValueError", why="", must_mention=()):

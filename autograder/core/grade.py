@@ -184,8 +184,13 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
                     shown = [explanation for explanation in shown if explanation in also]
         if not shown:
             return None
-        return Verdict(False, dict(verdict.explanations())[shown[0]], mistake=shown[0], raised=verdict.raised,
-                       unnamed=verdict.unnamed, explained=verdict.explained)
+        message = dict(verdict.explanations())[shown[0]]
+        if len(shown) > 1:  # the same output on every failing case: none of them is THE mistake, each may be
+            message = message.replace(f"Likely mistake: {shown[0]}", "Likely mistake, one of these (each gives "
+                                      "exactly this output on every case that fails):" +
+                                      "".join(f"\n- {explanation}" for explanation in shown), 1)
+        return Verdict(False, message, mistake=shown[0], raised=verdict.raised, unnamed=verdict.unnamed,
+                       explained=verdict.explained)
 
     for test in tests:
         functions = " and ".join(unit.rubric.TASK_BY_NAME[test.task].functions)

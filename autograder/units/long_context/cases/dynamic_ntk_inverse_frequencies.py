@@ -30,6 +30,8 @@ HINTS = {
     ("length", "length L"): "at the trained length itself s = factor * 1 - (factor - 1) = 1: nothing is scaled",
     ("length", "length far past L"): "far past L, s = factor * length / L - (factor - 1) keeps growing",
     ("base", "base passed"): "the base argument seems not to reach the scaling",
+    ("multiple", "a length between multiples of L"): "s grows smoothly with the length: between whole multiples of "
+                                                     "L, length / L is a fraction (integer division, //, drops it)",
     ("passing", "head_dim by keyword"): "a call that names head_dim= goes wrong: keep the parameter names of the "
                                         "signature",
 }
@@ -64,6 +66,8 @@ def _case(test, head_dim, length, trained_length, factor, base=None, by_keyword=
             max(1.0, length / trained_length),
         "s = factor * length / L - factor: the shift is - (factor - 1), which makes s = 1 at L":
             factor * length / trained_length - factor,
+        "s stops at the factor: s = max(1, factor * length / L - (factor - 1)) has no ceiling, it keeps growing "
+        "with the length": min(factor, right),
     }
     mistakes = []
     for make in (stand_in, own):  # through the helper (the stand-in in place), or computed here
@@ -83,7 +87,9 @@ def _case(test, head_dim, length, trained_length, factor, base=None, by_keyword=
                 "factor": ("factor 1" if factor == 1 else "a whole factor" if float(factor).is_integer()
                            else "a fractional factor"),
                 "base": "the default base" if base is None else "base passed",
-                "passing": "head_dim by keyword" if by_keyword else "head_dim by position"}
+                "passing": "head_dim by keyword" if by_keyword else "head_dim by position",
+                "multiple": ("a length that is a whole multiple of L" if length % trained_length == 0
+                             else "a length between multiples of L")}
     return Case(test, label, call_probe(NAME, args, kwargs, substitute=substitute), check, features=features,
                 sizes={"head_dim": head_dim, "length": length, "L": trained_length}, scored=scored)
 
@@ -142,5 +148,10 @@ def build(rng, generator):
         ([16], {"length": 4096, "trained_length": 0, "factor": 2.0}, " (a trained length of 0)"),
         ([15], {"length": 4096, "trained_length": 2048, "factor": 2.0}, " (head_dim is odd)"),
         ([16], {"length": 4096, "trained_length": 2048, "base": 1.0, "factor": 2.0}, " (a base of 1)"),
+        # At a short length too, where s = 1 and no scaling is done: the arguments are checked all the same.
+        ([15], {"length": 1000, "trained_length": 2048, "factor": 2.0}, " (head_dim is odd, at a length below the "
+                                                                         "trained one too)"),
+        ([16], {"length": 1000, "trained_length": 2048, "base": 1.0, "factor": 2.0}, " (a base of 1, at a length "
+                                                                                      "below the trained one too)"),
     ], substitute=stand_in)
     return cases

@@ -23,8 +23,8 @@ import math
 
 import torch
 
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, raises_check, score_factors,
-                                     size_one, tensor_check)
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, raises_check,
+                                     score_factors, size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
                                        dtype_of, score_positions, score_sizes)
 from solutions import long_context as ref
@@ -43,6 +43,9 @@ HINTS = {
                                         "arange(Lq)",
     ("positions", "float positions given"): "fractional positions go wrong: keep them fractional all the way to the "
                                             "angles",
+    ("positions", "positions per sequence"): "positions of shape (B, 1, L) or (B, H, L) go wrong: any shape that "
+                                             "broadcasts to (B, H, L) is allowed, each sequence (and head) turning by "
+                                             "its own positions",
     ("scale", "a scale passed"): "look at how attention_scale enters: it multiplies the scores once",
     ("dtype", "dtype float64"): "keep q's dtype throughout",
     ("dtype", "dtype float16"): "float16 q and k: rotate them as apply_rotary does and return float16 scores",
@@ -132,6 +135,11 @@ def _case(test, generator, batch, heads, length_q, length_k, theta, attention_sc
         Mistake("the angle is t / theta_i: inverse_frequencies are angular speeds, the angle is t * theta_i.",
                 scores(angle_of=lambda t, f: t / f)),
     ]
+    in_float32 = ("the angles t * theta_i are computed in float32: compute them in float64 (float32 keeps about 7 "
+                  "digits, so far from position 0 the fast pairs' angles lose their fractional part), then rotate.")
+    mistakes += [Mistake(in_float32, scores(angle_of=lambda t, f: t.to(torch.float32) * f.to(torch.float32))),  # cos
+                 Mistake(in_float32, scores(angle_of=lambda t, f: (t.to(torch.float32) * f.to(torch.float32))  # in 32
+                                            .to(torch.float64)))]  # or cos and sin of that angle in float64
     if extra != 1.0:
         mistakes += [
             Mistake("the attention scale is missing from the scores (applied to the values, or not at all): YaRN's "
@@ -168,6 +176,8 @@ def _case(test, generator, batch, heads, length_q, length_k, theta, attention_sc
                          factors=score_factors(head_dim, None if extra == 1.0 else extra), inputs=("q", "k"))
     given = ("float positions given" if positions_q is not None and positions_k is not None
              and positions_q.is_floating_point() else "positions given")
+    if any(positions is not None and positions.dim() > 1 for positions in (positions_q, positions_k)):
+        given = "positions per sequence"  # (B, 1, L) or (B, H, L): not a level of the contract's, a case of its own
     features = {"lengths": lengths(length_q, length_k), "size 1": size_one(batch, heads, length_q, length_k),
                 "positions": {(False, False): "default positions", (True, False): "positions_q given",
                               (False, True): "positions_k given", (True, True): given}[
@@ -177,6 +187,23 @@ def _case(test, generator, batch, heads, length_q, length_k, theta, attention_sc
                 "passing": "frequencies by keyword" if by_keyword else "frequencies by position"}
     return Case(test, label, call_probe(NAME, args, kwargs), check, features=features,
                 sizes={"Lq": length_q, "Lk": length_k, "dh": head_dim, "H": heads, "B": batch}, scored=scored)
+
+
+def _meta_case(test, batch, heads, length_q, length_k, theta):
+    """q and k on the meta device (no values, no GPU needed, and as unwilling as CUDA to meet the CPU), the
+    frequencies on the CPU, where this unit's functions make them: the scores must be made on q's device, of shape
+    (B, H, Lq, Lk) and q's dtype. Default positions made on the CPU fail here as on a GPU."""
+    head_dim = 2 * theta.shape[0]
+    q = torch.empty(batch, heads, length_q, head_dim, device="meta")
+    k = torch.empty(batch, heads, length_k, head_dim, device="meta")
+    # q and k by keyword: a meta tensor has no values, so it is kept out of the positional arguments that tools
+    # read values from (tests/test_hidden_cases_per_student.py compares them).
+    kwargs = {"q": q, "k": k, "inverse_frequencies": theta}
+    label = call_label(NAME, [], kwargs) + " on the meta device (the frequencies on the CPU)"
+    expected = ref.scaled_rope_scores(q, k, theta)
+    return Case(test, label, call_probe(NAME, [], kwargs),
+                device_check(label, "meta", expected.shape, expected.dtype, inputs=("q", "k")),
+                sizes={"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim})
 
 
 def _frequencies(rng, head_dim):
@@ -227,6 +254,10 @@ def build(rng, generator):
         _case(values, generator, 2, 1, 5, 8, rope16 / 4),  # position interpolation by 4
         _case(values, generator, 1, 1, 1, rng.randint(3, 20), _frequencies(rng, 2 * rng.randint(2, 16))),
         _case(values, generator, 1, 2, 4, 4, torch.tensor([0.5])),  # dh = 2, the worked example's frequency
+        # Positions per sequence, (B, 1, Lq), and per sequence and head, (B, H, Lk): each row turns by its own.
+        _case(values, generator, 2, 3, 4, 6, rope16, positions_q=torch.tensor([[[0, 1, 2, 3]], [[100, 101, 102, 103]]]),
+              positions_k=torch.arange(6).view(1, 1, 6) + torch.tensor([[0, 5, 9], [97, 100, 104]]).view(2, 3, 1)),
+        _meta_case(values, 2, 3, 5, 7, rope16),
         _case(scaled, generator, 1, 2, 6, 9, ref.yarn_inverse_frequencies(32, factor=4.0, trained_length=256),
               attention_scale=ref.yarn_attention_scale(4.0)),
         _case(scaled, generator, 2, 2, 5, 5, ref.yarn_inverse_frequencies(16, factor=16.0, trained_length=512),

@@ -87,6 +87,7 @@ def build(rng, generator):
         _case(test, 16.0),
         _case(test, 1.0),
         _case(test, 40.0, mscale=0.707),  # DeepSeek's
+        _case(test, 4.0, mscale=-0.5),  # the docstring asks only that mscale be finite: a negative one too
         _case(test, float(rng.choice([2, 8, 32]))),
         _case(test, 2.0, scored=False),  # a probe, worth nothing
     ] + contract_cases(CONTRACT, rng, generator)

@@ -171,6 +171,7 @@ def build(rng, generator):
         _case(options, 64, 8.0, 4096, betas=(16.0, 2.0)),
         _case(options, 32, 4.0, 16),  # low < 0, clamped at 0
         _case(options, 128, 4.0, 10 ** 9),  # high clamped at dh - 1
+        _case(options, 128, 4.0, 131072),  # high = 70, past dh/2 - 1 = 63, with low = 45 inside: the clamp's place
         _case(options, 32, 4.0, 6),  # both bounds at 0 (L < 2 pi): a step at pair 0
         _case(options, 64, 4.0, 4096, betas=(4.0, 4.0), truncate=False),  # equal betas: a step inside
         # Probes, worth nothing.

@@ -1,0 +1,38 @@
+# pairs taken as interleaved neighbours (x[2i], x[2i + 1]) instead of rotate-half (x[i], x[i + dh/2])
+import math
+
+import torch
+
+
+def scaled_rope_scores(q, k, inverse_frequencies, *, attention_scale=1.0, positions_q=None, positions_k=None):
+    head_dim, len_q, len_k = q.shape[-1], q.shape[-2], k.shape[-2]
+    if head_dim % 2 != 0:
+        raise ValueError(f"dh must be even, got q of shape {tuple(q.shape)}")
+    if k.shape[-1] != head_dim:
+        raise ValueError(f"q and k must share dh, got {tuple(q.shape)} and {tuple(k.shape)}")
+    if tuple(inverse_frequencies.shape) != (head_dim // 2,):
+        raise ValueError(f"inverse_frequencies must have shape ({head_dim // 2},), got "
+                         f"{tuple(inverse_frequencies.shape)}")
+    if positions_q is None:
+        positions_q = torch.arange(len_q, device=q.device)
+    if positions_k is None:
+        positions_k = torch.arange(len_k, device=k.device)
+    if positions_q.dim() == 0 or positions_q.shape[-1] != len_q:
+        raise ValueError(f"positions_q must end in {len_q} entries, got shape {tuple(positions_q.shape)}")
+    if positions_k.dim() == 0 or positions_k.shape[-1] != len_k:
+        raise ValueError(f"positions_k must end in {len_k} entries, got shape {tuple(positions_k.shape)}")
+    theta = inverse_frequencies.to(device=q.device, dtype=torch.float64)
+    compute = torch.float64 if q.dtype == torch.float64 else torch.float32
+
+    def turn(x, positions):
+        angle = positions.to(device=x.device, dtype=torch.float64)[..., None] * theta  # (..., L, dh/2)
+        cos, sin = angle.cos().to(compute), angle.sin().to(compute)
+        wide = x.to(compute)
+        a, b = wide[..., 0::2], wide[..., 1::2]
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2).to(x.dtype)
+
+    scores = turn(q, positions_q) @ turn(k, positions_k).transpose(-2, -1)
+    return scores * (attention_scale / math.sqrt(head_dim))
+
+
+# differs: scaled_rope_scores(torch.tensor([[[[1., 2., 3., 4.]]]]), torch.tensor([[[[1., 0., 0., 0.]]]]), torch.tensor([1.0, 0.01]), positions_q=torch.tensor([1]), positions_k=torch.tensor([0])) -> expected float32 [-0.992055], got float32 [-0.57132]
