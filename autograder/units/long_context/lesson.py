@@ -413,8 +413,11 @@ plt.show()
 # $$ \text{score}_{mn} = \frac{\text{attention\_scale}}{\sqrt{d_h}}\; R(m\theta')\,q_m \cdot R(n\theta')\,k_n . $$
 #
 # The pairs are laid out "rotate half", $(x_i, x_{i + d_h/2})$, as in LLaMA and Hugging Face, the layout in which
-# every frequency of this unit is listed. A rotation by $t\theta'_i$ is a rotation by the angle itself, so
-# `apply_rotary` can do it for any frequencies at all: the docstring says how.
+# every frequency of this unit is listed. A rotation by $t\theta'_i$ is a rotation by the angle itself, so you may
+# turn the pairs yourself (cos and sin of the angles) or reuse `apply_rotary` for any frequencies at all: on a
+# vector of $d_h = 2$ its one pair turns at $\theta_0 = \text{base}^0 = 1$ radian per unit of position, so given
+# the angles $t\theta'_i$ as its positions, with each pair laid out as a vector of its own, it turns pair $i$ by
+# exactly $t\theta'_i$.
 
 # %% [solution: scaled_rope_scores]
 
