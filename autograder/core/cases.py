@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from autograder.core.compare import mismatch, relation
+from autograder.core.compare import mismatch, relation, torch_error_meaning
 
 
 @dataclass
@@ -315,20 +315,12 @@ def changed_inputs(outcome, label, names=None):
 
 
 def _meta_meaning(message):
-    """What an error on the meta device means, by torch's words: a meta tensor has a shape and a dtype and no
-    values, and meets no tensor of another device (as a CUDA tensor meets no CPU one)."""
-    if re.search(r"copy out of meta", message, re.IGNORECASE):
-        return ("A tensor on the meta device was copied off it: moved to another device (.cpu(), .to(t.device) of a "
-                "tensor t made on the CPU, such as a default torch.arange(L)) or read out (.tolist()). Make every new "
-                "tensor on the input's device (torch.arange(L, device=q.device)) and move the other arguments to it, "
-                "never the input away from it.")
-    if re.search(r"expected device|same device|not on the expected", message, re.IGNORECASE):
-        return ("A tensor made on the CPU met the inputs on the meta device, which torch refuses as it refuses a "
-                "CPU tensor beside a CUDA one: make every new tensor on the input's device (device=x.device), and "
-                "move the other arguments to it.")
-    return ("On the meta device a tensor has a shape and a dtype but no values, so reading values back (.item(), "
-            ".tolist(), .numpy(), float(t), if t.any()) fails there. Build the result with torch operations on the "
-            "device asked for, and do any arithmetic on plain numbers in Python.")
+    """What an error on the meta device means: torch_error_meaning's words for it (a tensor copied off the device,
+    one of another device met, values read), else the meta device's rule."""
+    return torch_error_meaning(message) or (
+        "On the meta device a tensor has a shape and a dtype but no values, so reading values back (.item(), "
+        ".tolist(), .numpy(), float(t), if t.any()) fails there. Build the result with torch operations on the "
+        "device asked for, and do any arithmetic on plain numbers in Python.")
 
 
 def device_check(label, expected_device, expected_shape, expected_dtype, inputs=None):

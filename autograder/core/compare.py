@@ -549,6 +549,11 @@ _NEW_TENSOR_ADVICE = ("make each tensor your function creates (torch.arange, tor
 _META_ADVICE = ("Your code reads a tensor's values into Python (.item(), .tolist(), int(t), float(t), if t:, "
                 ".numpy()), and a tensor on the meta device has a shape but no values: the grader calls your "
                 "function on meta tensors too. Keep the work in tensor operations, and take sizes from .shape.")
+_META_COPY_ADVICE = ("A tensor on the meta device (which has a shape but no values: the grader calls your function on "
+                     "meta tensors too) was copied off it: moved to another device (.cpu(), .to(t.device) of a tensor "
+                     "t made on the CPU, such as a default torch.arange(L)) or read out (.tolist()). "
+                     + _NEW_TENSOR_ADVICE[0].upper() + _NEW_TENSOR_ADVICE[1:]
+                     + ", and move the other arguments to it, never an input away from it.")
 
 
 def _matmul(left_rows, left, right, right_columns):
@@ -706,8 +711,8 @@ TORCH_ERRORS = (
     (r"indices should be either on (?P<a>\w+) or on the same device as the indexed tensor \((?P<b>[\w:]+)\)",
      lambda m: f"An index tensor is on another device than the tensor it indexes ({m['b']}): "
                + _NEW_TENSOR_ADVICE + "."),
-    (r"cannot be called on meta tensors|Cannot copy out of meta tensor|can't convert meta device type tensor",
-     lambda m: _META_ADVICE),
+    (r"Cannot copy out of meta tensor", lambda m: _META_COPY_ADVICE),
+    (r"cannot be called on meta tensors|can't convert meta device type tensor", lambda m: _META_ADVICE),
     (r"Torch not compiled with CUDA enabled",
      lambda m: "Your code asks for the GPU (device='cuda', .cuda()), which this torch does not have: "
                + _NEW_TENSOR_ADVICE + ", never on a device named in your code."),
