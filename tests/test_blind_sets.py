@@ -36,6 +36,7 @@ import pytest
 
 from autograder.core import units
 from autograder.core.grade import Grader
+from autograder.core.report import headline
 
 FOLDER = Path(__file__).parent / "submissions" / "blind"
 UNITS = ("positional_encodings", "rotary_alibi", "long_context")
@@ -160,6 +161,8 @@ def test_a_mistake_written_blind_costs_its_own_task_and_is_told_what_is_wrong(gr
     named = NAMED[unit].get(path.stem)
     if named:
         assert named in said, said
+        # The class table's line (report.headline, which reads "Likely mistake: ...") names a mistake too.
+        assert headline(result).startswith(f"{task}: ") and "\n" not in headline(result), headline(result)
     else:
         assert "Likely mistake" not in said, said  # a name where none was expected: a wrong one, or a new one to list
     assert named or any(words in failed[0].output for words in TOLD), failed[0].output

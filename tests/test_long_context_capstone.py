@@ -87,13 +87,12 @@ def test_the_kits_command_runs_this_units_experiment_and_refuses_options_it_does
     assert "The best of each unit at 256 words: unit 1: " in run.stdout
     for arguments, said in ((("--unit", "long_context", "--classifier-steps", "2"), "--classifier-steps"),
                             (("--unit", "long_context", "--longer"), "unrecognized arguments: --longer"),
-                            (("--unit", "rotary_alibi", "--classifier-steps", "2", "--steps", "1"), ""),
                             (("--unit", "no_such_unit"), "invalid choice: 'no_such_unit'")):
         refused = capstone(*arguments)
-        if said:
-            assert refused.returncode == 2 and said in refused.stderr, (arguments, refused.stderr[-2000:])
-        else:  # the first unit's module takes --classifier-steps, also for its second experiment
-            assert refused.returncode == 0, refused.stderr[-2000:]
+        assert refused.returncode == 2 and said in refused.stderr, (arguments, refused.stderr[-2000:])
+    # The first unit's module takes --classifier-steps, also for its second experiment (the second unit's).
+    second = capstone("--unit", "rotary_alibi", "--classifier-steps", "2", "--steps", "1")
+    assert second.returncode == 0 and "rope + interpolation" in second.stdout, second.stderr[-2000:]
 
 
 def test_in_a_students_folder_the_earlier_methods_run_on_the_students_own_notebooks(tmp_path, monkeypatch):

@@ -416,7 +416,7 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         also = f"\nAlso: {changed}" if changed else ""
         told = (f"{problem}\nHow it goes wrong: {how}" + (f" {meaning}" if meaning else "") if how else problem) + also
         if found:
-            named = tuple((explanation, f"{problem}\nLikely mistake: {explanation}{also}") for explanation in found)
+            named = tuple((explanation, f"{problem}\n{likely((explanation,))}{also}") for explanation in found)
             return Verdict(False, named[0][1], mistake=found[0], unnamed=told, explained=named)
         return Verdict(False, told)
 
@@ -424,6 +424,14 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
     check.expected, check.mistakes, check.atol, check.rtol = expected, tuple(mistakes), atol, rtol
     check.axes, check.coordinates, check.advice = axes, dict(coordinates or {}), tuple(advice)
     return check
+
+
+def likely(explanations):
+    """The line that names a mistake ("Likely mistake: ...", which report.py and summary.py read), and after it
+    every other mistake that gives the same output on every case that fails: none of them is then THE mistake."""
+    first, *others = explanations
+    return f"Likely mistake: {first}" + "".join(f"\nOr, with exactly this output on every case that fails: {other}"
+                                                for other in others)
 
 
 def _nearer(got, this, that, atol, rtol):

@@ -21,7 +21,7 @@ from secrets import token_hex
 from autograder.sandbox import cgroups, limits as _limits, users
 from autograder.core import diagnosis, seeds, timing, units
 from autograder.intake.inert import inert
-from autograder.core.cases import build_cases, hints_of
+from autograder.core.cases import build_cases, hints_of, likely
 from autograder.core.cases import Verdict
 from autograder.intake.load import LoadError, load, submission_name
 from autograder.sandbox.server import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
@@ -184,11 +184,7 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
                     shown = [explanation for explanation in shown if explanation in also]
         if not shown:
             return None
-        message = dict(verdict.explanations())[shown[0]]
-        if len(shown) > 1:  # the same output on every failing case: none of them is THE mistake, each may be
-            message = message.replace(f"Likely mistake: {shown[0]}", "Likely mistake, one of these (each gives "
-                                      "exactly this output on every case that fails):" +
-                                      "".join(f"\n- {explanation}" for explanation in shown), 1)
+        message = dict(verdict.explanations())[shown[0]].replace(likely(shown[:1]), likely(shown), 1)
         return Verdict(False, message, mistake=shown[0], raised=verdict.raised, unnamed=verdict.unnamed,
                        explained=verdict.explained)
 
