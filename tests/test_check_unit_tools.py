@@ -7,8 +7,8 @@ and the skeleton is checked in a copy of the repository (as tests/test_scaffold.
 """
 
 import re
+import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,8 @@ INSTALL = 'pip install -e ".[unit]"'
 
 
 def _extras():
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    toml = pytest.importorskip("tomllib", reason="Python 3.10 has no tomllib")
+    return toml.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
 
 
 def _requirements(extra, extras, seen=()):
@@ -56,8 +57,6 @@ def checked(tmp_path_factory):
     """{unit: (exit status, stdout)} of check-unit --without-nbgrader, in a copy of the kit with two fresh skeletons:
     ``bare``, checked with pytest unimportable, and ``slipped``, whose worked-example self-check expects a wrong
     value (its last row 1.5 where scale * t gives 1.0)."""
-    import subprocess
-
     copy = copy_repository(tmp_path_factory.mktemp("kit"))
     shim = tmp_path_factory.mktemp("no-pytest") / "pytest"
     shim.mkdir()
