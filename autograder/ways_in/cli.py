@@ -223,7 +223,7 @@ def _nothing_read(paths):
     for path in found:
         try:
             load(path, any_unit)
-        except LoadError as error:
+        except (LoadError, OSError, ValueError) as error:  # load() says why in its words; the others, as of_definitions
             refusals.append(str(error))
         else:
             return None
