@@ -34,6 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LONGEST_NAME = 30  # nbformat caps a cell id at 64 characters, and every grade id starts with the unit's name
 # Names a unit's module cannot take: files beside it in the student folder, the names the job gives code, the
 # timing tier's task, and the kit's own top-level folders.
+# What check-unit runs beyond the grader (pytest for the self-checks, nbgrader for the release): pyproject.toml's
+# ``unit`` extra brings them, and a problem that finds one missing says this line.
+INSTALL_UNIT_TOOLS = 'pip install -e ".[unit]"'
 RESERVED = {"checks", "notebook_loader", "conftest", "submission", "unit_job", "timing", "solutions", "autograder",
             "assignments", "tests", "benchmarks", "docs", "dist", "build", "site"}
 
@@ -1017,10 +1020,17 @@ class Check:
                 runs[kind] = copy
             with ThreadPoolExecutor(2) as pool:  # most of each run is importing torch
                 done = dict(zip(runs, pool.map(_pytest, runs.values())))
-        reference, stub = done["reference"], done["stub"]
+            reference, stub = done["reference"], done["stub"]
+            # pytest that cannot start exits 1 too, as failing checks do: ask whether it imports at all
+            missing = _unimportable("pytest", runs["reference"]) if reference.returncode != 0 else None
+        if missing:
+            self.problem(f"pytest, which runs the self-checks, does not import in this environment ({missing}): "
+                         f"install what check-unit runs, in the kit's folder: {INSTALL_UNIT_TOOLS}")
+            return
         if reference.returncode != 0:
             self.problem(f"the self-checks fail on the reference (pytest exit {reference.returncode}): "
-                         f"{_failures(reference.stdout)} Fix {self.where}/self_checks/ (or the reference)")
+                         f"{_failures(reference.stdout)} Fix {self.where}/self_checks/ (or the reference). "
+                         f"pytest's last lines:\n{_last_lines(reference)}")
         passed = [line.split(" ", 1)[1] for line in stub.stdout.splitlines() if line.startswith("PASSED ")]
         if passed:
             self.problem(f"self-checks pass on the stub, so they check nothing the student writes: "
@@ -1031,7 +1041,14 @@ class Check:
         from autograder.course.notebook import COURSE, notebook_name
         from autograder.course.release import CourseError, release
 
+        from autograder.course.release import nbgrader_environment
+
         unit = self.unit
+        if shutil.which("nbgrader", path=nbgrader_environment()["PATH"]) is None:
+            self.problem(f"nbgrader, which makes the release, is not installed beside {sys.executable}: install "
+                         f"what check-unit runs, in the kit's folder: {INSTALL_UNIT_TOOLS} (or leave the release "
+                         "out with --without-nbgrader)")
+            return
         with tempfile.TemporaryDirectory(prefix=f"release-{self.name}-") as folder:
             course = Path(folder) / "course"
             course.mkdir()
@@ -1077,8 +1094,28 @@ def _declared_mistakes(check, seen=None):
 
 
 def _pytest(folder):
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rp", "-o", "addopts="],
+    # -rfEp: the failures and errors listed by name (for the problem's first line), and the passes (for the stub's)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEp", "--tb=short",
+                           "-o", "addopts="],
                           cwd=folder, capture_output=True, text=True, timeout=600)
+
+
+def _unimportable(module, folder):
+    """Why ``module`` does not import in ``folder`` with this Python and environment (its error's last line), or
+    None where it imports."""
+    process = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=folder, capture_output=True, text=True,
+                             timeout=300)
+    if process.returncode == 0:
+        return None
+    lines = [line.strip() for line in process.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit {process.returncode}"
+
+
+def _last_lines(process, count=20):
+    """The last ``count`` lines pytest wrote (its PASSED list left out), indented: where a check failed and why."""
+    lines = [line for line in (process.stdout + "\n" + process.stderr).splitlines()
+             if line.strip() and not line.startswith("PASSED ")]
+    return "\n".join("    " + line for line in lines[-count:])
 
 
 def _failures(output):

@@ -1,9 +1,9 @@
-"""The command line: ``python -m autograder COMMAND`` (``--help`` lists the commands, ``COMMAND --help`` each one's
-flags). The same flag means the same thing in every command: ``--unit`` the unit (assignment), ``--out`` where the
-command writes, ``--course-secret`` the course secret, ``--seed`` the hidden cases' seed.
+"""The command line: python -m autograder COMMAND. Run "python -m autograder COMMAND --help" for a command's flags;
+with no command, the demo runs. The same flag means the same thing in every command: --unit the unit (assignment),
+--out where the command writes, --course-secret the course secret, --seed the seed of what is drawn.
 
 Exit status 0 when every submission was graded, whatever the scores; 2 when the grader itself could not work
-(bad arguments, missing files); ``check-unit`` exits 1 when the unit has problems.
+(bad arguments, missing files); check-unit exits 1 when the unit has problems.
 """
 
 import argparse
@@ -18,6 +18,7 @@ from pathlib import Path
 
 from autograder.sandbox import limits
 from autograder.core import units
+from autograder.ways_in import arguments
 from autograder.sandbox.server import Limits
 
 
@@ -26,22 +27,21 @@ def _limits(args):
                   memory_bytes=int(args.memory_gb * 1024**3))
 
 
-def _add_grading_options(parser):
-    parser.add_argument("--unit", choices=units.folder_names(), default=None,
-                        help="the unit (assignment) the submissions are of; by default the one whose module the "
-                             f"files are named after ({', '.join(name + '.ipynb' for name in units.folder_names())})")
-    parser.add_argument("--timeout", type=float, default=limits.WALL_SECONDS, metavar="SECONDS",
+def _add_grading_options(parser, unit_help):
+    parser.add_argument("--unit", choices=units.folder_names(), default=None, help=unit_help)
+    parser.add_argument("--timeout", type=arguments.seconds, default=limits.WALL_SECONDS, metavar="SECONDS",
                         help=f"wall-clock limit per submission (default {limits.WALL_SECONDS:g})")
-    parser.add_argument("--task-timeout", type=float, default=limits.TASK_SECONDS, metavar="SECONDS",
+    parser.add_argument("--task-timeout", type=arguments.seconds, default=limits.TASK_SECONDS, metavar="SECONDS",
                         help=f"wall-clock limit per task within a submission (default {limits.TASK_SECONDS:g})")
-    parser.add_argument("--memory-gb", type=float, default=limits.MEMORY_BYTES / 1024**3,
+    parser.add_argument("--memory-gb", type=arguments.memory_gb, default=limits.MEMORY_BYTES / 1024**3,
+                        metavar="GIB",
                         help="memory limit of each submission, in GiB: the address space of each of its processes, "
                              "and where the machine has cgroups also everything its job holds together (its "
                              "processes and its private /tmp, /work and /dev/shm) "
                              f"(default {limits.MEMORY_BYTES / 1024**3:g})")
-    parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--jobs", "-j", type=arguments.jobs, default=min(os.cpu_count() or 1, arguments.MAX_JOBS),
                         help="submissions graded at once (default: the number of CPUs)")
-    parser.add_argument("--seed", type=int, default=None,
+    parser.add_argument("--seed", type=arguments.seed, default=None,
                         help="grade every submission with the hidden cases of this seed (a result says which seed "
                              "it was graded with: this grades it again the same way); by default each student's "
                              "own seed with a course secret, else the unit's shared seed")
@@ -204,13 +204,47 @@ def _capstone(parser, args):
     return experiment.main(argv, references={unit.name: unit.reference for unit in units.all_units()})
 
 
-def main(argv=None):
+def _nothing_to_grade(paths):
+    return f"nothing to grade in {' and '.join(map(str, paths))}: no .py or .ipynb file and no student's folder there"
+
+
+def _nothing_read(paths):
+    """Why no unit could be told from ``paths`` where the reason is that nothing in them can be read: they hold no
+    submission ("nothing to grade in empty/"), or load() refuses every one (in its words: a file that is not UTF-8,
+    a folder with no file to grade); None where one submission at least can be read."""
+    from autograder.intake.inert import inert_line
+    from autograder.intake.load import LoadError, class_entries, load
+
+    found, skipped = class_entries(paths)
+    if not found:
+        return _nothing_to_grade(paths) + "".join(f"\n  {inert_line(path.name)}: {reason}" for path, reason in skipped)
+    any_unit = [name for folder in units.folder_names() for name in (f"{folder}.py", f"{folder}.ipynb")]
+    refusals = []
+    for path in found:
+        try:
+            load(path, any_unit)
+        except (LoadError, OSError, ValueError) as error:  # load() says why in its words; the others, as of_definitions
+            refusals.append(str(error))
+        else:
+            return None
+    shown = 10  # a class of unreadable files: the first few say what is wrong
+    return ("nothing could be read in the paths given, so which unit they are of cannot be told:"
+            + "".join(f"\n  {refusal}" for refusal in refusals[:shown])
+            + (f"\n  and {len(refusals) - shown} more" if len(refusals) > shown else "")
+            + f"\nWith --unit ({', '.join(units.folder_names())}) each is graded all the same, its row saying "
+              "why it scores nothing.")
+
+
+def build_parser():
+    """The parser of every command (those with parsers of their own are listed, their arguments left to them)."""
     parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                      formatter_class=_OneLineEach)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
     grade = commands.add_parser("grade", help="grade .py files, notebooks or student folders")
-    grade.add_argument("paths", nargs="+", metavar="PATH")
+    grade.add_argument("paths", nargs="+", metavar="PATH",
+                       help="what to grade: a submission (a .py file or a notebook), a student's folder holding "
+                            "one, or a class folder holding such files and folders; several may be given")
     grade.add_argument("--json", action="store_true",
                        help="print one Gradescope results.json object per submission, one a line")
     grade.add_argument("--out", metavar="DIR",
@@ -227,12 +261,15 @@ def main(argv=None):
                        help="the sandbox tier: the strongest this machine allows (the default: bubblewrap where it "
                             "can make namespaces, else, as root, an unprivileged user per job), or only the one "
                             "named (see docs/threat-model.md)")
-    _add_grading_options(grade)
+    _add_grading_options(grade, "the unit (assignment) the submissions are of; by default the one whose module "
+                                "the files are named after "
+                                f"({', '.join(name + '.ipynb' for name in units.folder_names())})")
 
     demo = commands.add_parser("demo", help="grade the sample class (the default command)")
     demo.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     demo.add_argument("--feedback", action="store_true", help="also print each submission's feedback")
-    _add_grading_options(demo)
+    _add_grading_options(demo, "the unit whose sample class the demo grades: its reference, its blank stubs and "
+                               "a submission for each typical mistake (default: the course's first unit)")
 
     bundle = commands.add_parser("gradescope-bundle", help="write the autograder zip for Gradescope")
     bundle.add_argument("out_zip", metavar="OUT.zip", nargs="?", help="where to write the zip (or --out)")
@@ -261,13 +298,17 @@ def main(argv=None):
                                                "CAPSTONE names) on the kit's references and print its tables.")
     capstone.add_argument("--unit", choices=units.folder_names(), default=None,
                           help="whose experiment (default: the course's first unit that has one)")
-    capstone.add_argument("--seed", type=int, default=0)
-    capstone.add_argument("--steps", type=int, default=200, help="training steps of each language model")
-    capstone.add_argument("--classifier-steps", type=int, default=None,
-                          help="training steps of each classifier (an experiment that trains classifiers)")
+    capstone.add_argument("--seed", type=arguments.seed, default=0,
+                          help="the seed of everything the experiment draws (its texts, its models' first weights): "
+                               "the same seed prints the same tables (default 0)")
+    capstone.add_argument("--steps", type=arguments.steps, default=200,
+                          help="training steps of each language model (default 200)")
+    capstone.add_argument("--classifier-steps", type=arguments.steps, default=None,
+                          help="training steps of each classifier, where the experiment trains classifiers "
+                               "(default: the experiment's own)")
     capstone.add_argument("--longer", action="store_true",
-                          help="passed on to the experiment (the first unit's: the second unit's train-short, "
-                               "test-long runs, as --unit of the second unit gives)")
+                          help="run the experiment's longer variant instead, where it has one: models trained on "
+                               "short texts and read past that length; an experiment without one refuses it")
 
     secret = commands.add_parser("course-secret", help="write a course secret: hidden cases per student")
     secret.add_argument("file", metavar="FILE", help="where to write it (it must not exist yet); keep it out of "
@@ -301,7 +342,11 @@ def main(argv=None):
     # Commands with parsers of their own (their modules' ``main``): listed here, handed their arguments below.
     for name, help_text in OWN_PARSERS.items():
         commands.add_parser(name, help=help_text, add_help=False)
+    return parser
 
+
+def main(argv=None):
+    parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in OWN_PARSERS:
         return importlib.import_module(OWN_PARSER_MODULES[argv[0]]).main(argv[1:])
@@ -409,8 +454,8 @@ def main(argv=None):
         paths, skipped = class_entries(args.paths, unit.file_names)
     except OSError as error:  # not there, or a class folder that cannot be listed
         parser.exit(2, f"python -m autograder grade: {error}\n")
-    except UnitUnknown as error:
-        parser.exit(2, f"python -m autograder grade: {error}\n")
+    except UnitUnknown as error:  # where nothing could be read, that is what to say, not which unit to name
+        parser.exit(2, f"python -m autograder grade: {_nothing_read(args.paths) or error}\n")
     if not paths:
         from autograder.intake.inert import inert_line
 
@@ -421,8 +466,7 @@ def main(argv=None):
 
             Path(args.out).mkdir(mode=0o700, parents=True, exist_ok=True)
             write_atomically(Path(args.out) / SKIPPED, skipped_text(skipped))
-        parser.exit(2, "python -m autograder grade: no .py, .ipynb or student folder found in the paths given"
-                       f"{listed}\n")
+        parser.exit(2, f"python -m autograder grade: {_nothing_to_grade(args.paths)}{listed}\n")
     from autograder.core import seeds
     from autograder.sandbox.server import SandboxMissing
 
