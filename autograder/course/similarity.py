@@ -4,13 +4,27 @@ Each submission is read by ``autograder.intake.load`` (as the grader reads it: n
 and for each task of the unit the functions it grades (``rubric.TASKS[...].functions``) are taken from it: the
 top-level ``def`` or ``class`` of that name, the last one where it is defined twice; a notebook's code cells are
 read in order, each parsed on its own, so a later cell's definition replaces an earlier one (a cell that does not
-parse is left out, and the report says so). A function longer than ``MAX_LINES`` lines is not compared.
+parse is left out, and the report says so). After them come the helpers they use: the file's own top-level
+functions and classes that they read by name (once what has no effect is dropped), and that those read in turn,
+in the order first read, each once; a name the stub defines (another task's function, the code a unit borrows
+finished) is never a helper. A helper that nothing of the task reads is not compared, and neither is the order of
+the file's functions. A function longer than ``MAX_LINES`` lines, as written, is not compared.
 
 Normalisation, on the syntax tree (``ast``):
 
 * comments and blank lines are gone with the parse; type annotations are dropped;
 * docstrings, and every other statement that is a lone constant (``...``, a bare string), are dropped, and so
   is ``pass``;
+* statements that affect no output are dropped (``drop_no_effect``), again and again until none is left, all
+  judged from the code's form alone: assignments to names that nothing live reads (a value that calls something
+  stays, as a bare call: ``_ = x.add_(1)`` becomes ``x.add_(1)``), augmented assignments to a name only ever
+  bound to new objects (``n = 0; n += 1``, not ``y = x[0]; y += 1``, which changes x), class attributes that
+  nothing reads, expressions that call nothing but builtins and ``math`` and ``torch`` constructors, ``pass``,
+  imports and inner functions and classes that nothing uses, ``del`` of such names, what follows a ``return``,
+  ``raise``, ``break`` or ``continue``, the branch an ``if`` on a constant never takes, and ``if``, ``for`` and
+  ``try`` statements left with nothing in them. A call to anything else, a store into an object (``x[i] = v``,
+  ``self.a = v``), an augmented assignment to a name that is read, ``global``, ``nonlocal``, and every store of a
+  function that reads its variables by name (``locals()``, ``eval``) are kept;
 * every string literal and f-string becomes the one string ``'S'``: messages are free text, and rewording one
   costs a copier nothing;
 * every local identifier (arguments, names assigned or bound by ``for``, ``with``, ``except``, comprehensions,
@@ -30,7 +44,9 @@ and indentation are tokens too. What the stub already gives is left out of that 
 
 The stub is the unit's reference with its solution regions replaced (``autograder.course.build.make_stub``),
 so it is exactly what students receive. A task whose stream is then empty is the stub's code only (or not
-defined at all): its submission is compared with no one for that task.
+defined at all): its submission is compared with no one for that task. Then, as MOSS's base file, every k-gram of
+the stub's own code (``stub_kgrams``: its functions and classes, the finished code a unit borrows included) is no
+student's fingerprint, wherever it is found. A helper's name becomes a placeholder, as a local name does.
 
 Fingerprints: the hashes of the stream's k-grams (``K`` tokens), winnowed (Schleimer, Wilkerson and Aiken,
 "Winnowing: local algorithms for document fingerprinting", SIGMOD 2003): of each window of ``WINDOW``
@@ -42,9 +58,23 @@ fingerprint; no run shorter than ``K`` does.
 
 A stream shorter than ``K`` tokens is one k-gram.
 
-The score of a pair for a task is the Jaccard index of their fingerprint sets, |A & B| / |A | B| (not the
-containment): symmetric, 1 for code that is the same once normalised, and it falls both for code one side lacks
-and for code it adds. Across tasks, a pair's score is the mean over the tasks both submitted code for.
+Code most of the class writes alike (the natural way to write a line, an idiom of the lesson) says nothing
+about copying: for each task, a fingerprint that more than half of the submissions compared hold is left out of
+every comparison, as MOSS leaves out passages found in more than ``-m`` programs, where at least
+``COMMON_MIN_CLASS`` submissions are compared (``--keep-common`` keeps them).
+
+Two numbers for a pair and a task, from the fingerprint sets A and B:
+
+* the score, their Jaccard index |A & B| / |A | B|: 1 for code that is the same once normalised, and it falls
+  both for code one side lacks and for code it adds;
+* the containment, |A & B| / min(|A|, |B|): the share of the smaller side's fingerprints found in the other, 1
+  where one side's code is all in the other's, however much the other adds.
+
+Pairs rank by containment, since what a copier adds (helpers that are called, statements that do something)
+lowers the score but not the containment; a pair that shares fewer than ``RANK_MIN_SHARED`` fingerprints counts
+as containing at most shared / ``RANK_MIN_SHARED``, as a run or two is too little to rank on. Ties go by score,
+then by fingerprints shared. Across tasks, a pair's containment and score are the means over the tasks both
+submitted code for, ranked the same way.
 
 The page (``write_html``) is one file with its style inside and no script. Every text that comes from a
 submission (names, code, messages) is escaped with ``html.escape``, and the page's body is then passed through
@@ -833,7 +863,7 @@ def _task_code(rubric_task, definitions, givens, given_kgrams=frozenset()):
     code.hashes = frozenset(value for value, _ in code.fingerprints)
     if missing and not code.functions:
         code.why_not = f"does not define {', '.join(missing)}"
-    elif not code.tokens:
+    elif not code.hashes:  # nothing of its own, or only what the stub gives, pasted in (every k-gram the stub's)
         code.why_not = "has the stub's code only"
     return code
 
@@ -1005,7 +1035,7 @@ def overall_ranking(rows, order=None):
 
 
 def top_pairs(report, task, top=TOP):
-    """The ``top`` best-scoring pairs of ``task`` that share a fingerprint (the report's rows are ranked already)."""
+    """The ``top`` closest pairs of ``task`` that share a fingerprint (the report's rows are ranked already)."""
     return [row for row in report if row.task == task and row.shared_fingerprints][:top]
 
 
@@ -1073,7 +1103,8 @@ def _pair_view(pair, sources, anchor, opened, common=frozenset()):
     first, second = sources[pair.name_a].tasks[pair.task], sources[pair.name_b].tasks[pair.task]
     shared = (first.hashes & second.hashes) - common
     return (f'<details id="{anchor}"{" open" if opened else ""}><summary>{_e(pair.name_a)} and {_e(pair.name_b)}: '
-            f'{pair.score:.2f} ({pair.shared_fingerprints} shared fingerprints)</summary><div class="side">'
+            f"containment {pair.containment:.2f}, score {pair.score:.2f} ({pair.shared_fingerprints} shared "
+            'fingerprints)</summary><div class="side">'
             f"{_code_panel(pair.name_a, first, first.lines_of(shared))}"
             f"{_code_panel(pair.name_b, second, second.lines_of(shared))}</div></details>")
 
@@ -1083,20 +1114,30 @@ def page(report, sources=None, top=TOP):
     sources = report.sources if sources is None else sources
     unit = report.unit
     body = [f"<h1>Similar code: {_e(unit.title)} ({_e(unit.name)})</h1>",
-            f'<p class="note">{len(sources)} submissions, compared task by task. Before comparing, comments, '
-            "docstrings, annotations and blank lines are removed, every string becomes one placeholder string, "
-            "and every local name (arguments, variables, inner functions) becomes a placeholder; attribute and "
-            "library names are kept. What the stub gives is left out: the def and class lines of its functions "
-            "and methods, their docstrings, super().__init__() and raise NotImplementedError. A score is the "
-            f"Jaccard index of two submissions' fingerprint sets (winnowed hashes of {K}-token runs, window "
-            f"{WINDOW}): 1 is the same code once normalised, 0 no shared run of {K} tokens. Highlighted lines "
-            "hold runs the two share. A high score says where to look; it does not say who copied.</p>"]
-    body.append("<h2>All tasks: mean score over the tasks both submitted code for</h2>")
+            f'<p class="note">{len(sources)} submissions, compared task by task: the functions each task grades '
+            "and the helpers they call. Before comparing, comments, docstrings, annotations and blank lines are "
+            "removed, every string becomes one placeholder string, and every local name (arguments, variables, "
+            "inner functions, helpers) becomes a placeholder; attribute and library names are kept. Statements "
+            "that affect no output are dropped: assignments to names nothing reads, expressions that call "
+            "nothing, pass, unused imports and inner functions, code after a return or raise. What the stub gives "
+            "is left out: the def and class lines of its functions and methods, their docstrings, "
+            "super().__init__(), raise NotImplementedError, and every run of its finished code. Fingerprints are "
+            f"winnowed hashes of {K}-token runs (window {WINDOW}); those more than half the submissions of a "
+            f"task hold (where {COMMON_MIN_CLASS} or more are compared) are the class's common code and left out. "
+            "Containment is the share of the smaller side's fingerprints found in the other: code added to a "
+            "copy does not lower it. The score is the Jaccard index of the two sets: 1 is the same code once "
+            "normalised, 0 no shared run. Pairs are ranked by containment (counted as at most shared / "
+            f"{RANK_MIN_SHARED} where they share fewer than {RANK_MIN_SHARED} fingerprints), then by score. "
+            "Highlighted lines hold runs the two share. A high score says where to look; it does not say who "
+            "copied.</p>"]
+    body.append("<h2>All tasks: means over the tasks both submitted code for</h2>")
     if _top_overall(report, top):
         body.append('<table class="pairs"><thead><tr><th>#</th><th>submission</th><th>submission</th>'
-                    "<th>mean score</th><th>tasks</th><th>shared fingerprints</th></tr></thead><tbody>")
+                    "<th>mean containment</th><th>mean score</th><th>tasks</th><th>shared fingerprints</th>"
+                    "</tr></thead><tbody>")
         for rank, row in enumerate(_top_overall(report, top), start=1):
             body.append(f"<tr><td>{rank}</td><td>{_e(row.name_a)}</td><td>{_e(row.name_b)}</td>"
+                        f'<td class="score">{row.containment:.2f}</td>'
                         f'<td class="score">{row.score:.2f}</td><td class="score">{row.tasks}</td>'
                         f'<td class="score">{row.shared_fingerprints}</td></tr>')
         body.append("</tbody></table>")
@@ -1107,11 +1148,11 @@ def page(report, sources=None, top=TOP):
         body.append(f'<section><h2 id="{_anchor("task", number)}">{_e(task.title)} ({_e(task.name)})</h2>')
         if pairs:
             body.append('<table class="pairs"><thead><tr><th>#</th><th>submission</th><th>submission</th>'
-                        "<th>score</th><th>shared fingerprints</th></tr></thead><tbody>")
+                        "<th>containment</th><th>score</th><th>shared fingerprints</th></tr></thead><tbody>")
             for rank, pair in enumerate(pairs, start=1):
                 body.append(f'<tr><td><a href="#{_anchor("pair", number, rank)}">{rank}</a></td>'
                             f"<td>{_e(pair.name_a)}</td><td>{_e(pair.name_b)}</td>"
-                            f'<td class="score">{pair.score:.2f}</td>'
+                            f'<td class="score">{pair.containment:.2f}</td><td class="score">{pair.score:.2f}</td>'
                             f'<td class="score">{pair.shared_fingerprints}</td></tr>')
             body.append("</tbody></table>")
             body.extend(_pair_view(pair, sources, _anchor("pair", number, rank), rank == 1,
@@ -1119,6 +1160,10 @@ def page(report, sources=None, top=TOP):
                         for rank, pair in enumerate(pairs, start=1))
         else:
             body.append(f"<p>{_e(_no_pairs(report, task.name))}</p>")
+        common = len(report.common.get(task.name, ()))
+        if common:
+            body.append(f"<p>{common} fingerprint{'s' * (common != 1)} that more than half of the submissions "
+                        "hold for this task were left out as the class's common code.</p>")
         left_out = report.not_compared.get(task.name, [])
         if left_out:
             body.append("<p>Not compared for this task:</p><ul>")
@@ -1152,16 +1197,18 @@ def write_html(report, out_path, sources=None, top=TOP):
 
 
 def csv_text(report):
-    """similarity.csv: every compared pair of every task, then each pair across tasks (task "overall")."""
+    """similarity.csv: every compared pair of every task, then each pair across tasks (task "overall"), each in
+    its ranking's order; ``score`` is the Jaccard index (for "overall", means over ``tasks`` tasks)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["task", "submission_a", "submission_b", "score", "shared_fingerprints", "tasks"])
+    writer.writerow(["task", "submission_a", "submission_b", "score", "containment", "shared_fingerprints",
+                     "tasks"])
     for row in report:
         writer.writerow([csv_cell(row.task), csv_cell(row.name_a), csv_cell(row.name_b), f"{row.score:.4f}",
-                         row.shared_fingerprints, 1])
+                         f"{row.containment:.4f}", row.shared_fingerprints, 1])
     for row in report.overall:
         writer.writerow(["overall", csv_cell(row.name_a), csv_cell(row.name_b), f"{row.score:.4f}",
-                         row.shared_fingerprints, row.tasks])
+                         f"{row.containment:.4f}", row.shared_fingerprints, row.tasks])
     return buffer.getvalue()
 
 
@@ -1174,14 +1221,15 @@ def write_csv(report, out_path):
 
 def summary_text(report, top=TOP):
     """The top pairs of each task and across tasks, and what was skipped, as lines for a terminal."""
-    lines = []
+    lines = ["Containment (the share of the smaller side found in the other), then score (Jaccard index):"]
     for task in report.unit.rubric.TASKS:
         pairs = top_pairs(report, task.name, top)
         lines.append(f"{task.name} ({task.title}):")
-        lines += [f"  {pair.score:.2f}  {pair.name_a}  ~  {pair.name_b}  ({pair.shared_fingerprints} shared)"
-                  for pair in pairs] or [f"  {_no_pairs(report, task.name)}"]
-    lines.append("All tasks (mean over the tasks both submitted):")
-    lines += [f"  {row.score:.2f}  {row.name_a}  ~  {row.name_b}  ({row.tasks} task{'s' * (row.tasks != 1)})"
+        lines += [f"  {pair.containment:.2f}  {pair.score:.2f}  {pair.name_a}  ~  {pair.name_b}  "
+                  f"({pair.shared_fingerprints} shared)" for pair in pairs] or [f"  {_no_pairs(report, task.name)}"]
+    lines.append("All tasks (means over the tasks both submitted):")
+    lines += [f"  {row.containment:.2f}  {row.score:.2f}  {row.name_a}  ~  {row.name_b}  "
+              f"({row.tasks} task{'s' * (row.tasks != 1)})"
               for row in _top_overall(report, top)] or ["  No two submissions share a fingerprint in any task."]
     if report.skipped:
         lines.append("Not compared:")
@@ -1200,11 +1248,16 @@ def _parser():
     parser.add_argument("--out", required=True, metavar="FOLDER", help="where to write the report")
     parser.add_argument("--top", type=int, default=TOP, metavar="N",
                         help=f"pairs shown per task and across tasks (default {TOP})")
+    parser.add_argument("--keep-common", action="store_true",
+                        help="keep the code that more than half of the class shares in the comparison (it is left "
+                             f"out by default, where {COMMON_MIN_CLASS} or more submissions are compared), for "
+                             "instance where a solution is thought to have gone round most of a small class")
     return parser
 
 
 def main(argv=None):
-    """``similarity PATH [PATH ...] --unit UNIT --out FOLDER [--top N]``: 0 once written, 2 for bad input."""
+    """``similarity PATH [PATH ...] --unit UNIT --out FOLDER [--top N] [--keep-common]``: 0 once written, 2 for bad
+    input."""
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -1215,7 +1268,7 @@ def main(argv=None):
         print(f"{prefix} --top must be 1 or more, got {args.top}", file=sys.stderr)
         return 2
     try:
-        report = similarity_report(args.unit, args.paths)
+        report = similarity_report(args.unit, args.paths, keep_common=args.keep_common)
     except (OSError, KeyError) as error:  # a path not there, a class folder that cannot be listed, a unit unknown
         print(f"{prefix} {error.args[0] if error.args else error}", file=sys.stderr)
         return 2
