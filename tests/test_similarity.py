@@ -405,8 +405,9 @@ def pad_every_statement(text, line="_pad = 0"):
 
 @pytest.mark.parametrize("line", ["_pad = 0", "_pad = _pad_seed + 1 if False else 0", "'padding'; 0; pass"])
 def test_a_copy_padded_after_every_statement_scores_as_a_copy(tmp_path, line):
-    # On main (before statements without effect were dropped), "_pad = 0" after every statement took the
-    # reference's copy down to 0.06 to 0.28 a task (0.17 across tasks); an exact copy is 1.0.
+    # Before statements without effect were dropped, "_pad = 0" after every statement took the reference's copy
+    # down to about 0.06 to 0.28 a task (0.17 across tasks), below honest pairs; an exact copy is 1.0. Lone
+    # constants and pass (the last line) were dropped already: the padding that was not is what this is about.
     copy = pad_every_statement(plain_copy(HONEST["reference"]), line)
     assert copy.count(line.split(";")[0]) > 50
     report = similarity.similarity_report(UNIT, [write_class(tmp_path, dict(HONEST, copier=copy))])
@@ -526,9 +527,7 @@ def test_a_copy_padded_with_a_helper_it_calls_ranks_first_by_containment(tmp_pat
     assert lowered, "the helper added nothing to compare: the test does not show what it means to"
 
 
-def test_a_helper_the_task_calls_is_compared_under_any_name(tmp_path):
-    victim = HONEST["reference"] + "\n\n" + (
-        SUBMISSIONS / "blind" / "rotary_alibi" / "alternatives" / "apply_rotary__hf_rotate_half.py").read_text()
+def test_a_helper_the_task_calls_is_compared_under_any_name():
     unit = units.get("rotary_alibi")
     victim = honest_class(unit)["reference"] + "\n\n" + (
         SUBMISSIONS / "blind" / "rotary_alibi" / "alternatives" / "apply_rotary__hf_rotate_half.py").read_text()
