@@ -717,3 +717,44 @@ def test_a_pair_ranks_by_containment_and_a_few_shared_runs_rank_low():
             similarity.Pair("shaw", "x", "padded", 0.45, 40, 0.95)]  # a copy padded: lower score, contained
     assert [(row.name_a, row.name_b) for row in similarity.overall_ranking(rows)] == [
         ("x", "padded"), ("x", "y"), ("small", "big")]
+
+
+def test_every_statement_form_is_analysed_without_fault():
+    """match, async, except*, := , nonlocal, global, while-else, annotations: each read, none a fault."""
+    text = '''import torch
+
+
+def sinusoidal_table(num_positions, d_model, base=10000.0, *, device=None, dtype=torch.float32):
+    match d_model:
+        case 0 | 1:
+            raise ValueError("too small")
+        case {"a": 1, **rest}:
+            unused = rest
+        case [first, *others]:
+            pass
+    if (n := num_positions) < 0:
+        raise ValueError
+    async def never_called():
+        await something()
+    try:
+        x = 1
+    except* ValueError as error:
+        pass
+    count = 0
+    def bump():
+        nonlocal count
+        count += 1
+    bump()
+    global SEEN
+    SEEN = count
+    while False:
+        pass
+    else:
+        y = 2
+    z: float = 3.0
+    return torch.zeros(n, d_model)
+'''
+    code = similarity.fingerprint_submission(UNIT, _loaded("odd.py", text)).tasks["sinusoidal"]
+    assert not code.why_not and code.hashes
+    assert "await" not in code.tokens and "something" not in code.tokens  # the inner def nothing calls: dropped
+    assert {"nonlocal", "global", "SEEN", "match", "case"} <= set(code.tokens)  # what has an effect: kept

@@ -594,7 +594,7 @@ class _Sweep:
         for handler in getattr(node, "handlers", ()):
             handler.body = self.block(handler.body, in_class) or [ast.copy_location(ast.Pass(), handler)]
         for case in getattr(node, "cases", ()):
-            case.body = self.block(case.body, in_class) or [ast.copy_location(ast.Pass(), case)]
+            case.body = self.block(case.body, in_class) or [ast.copy_location(ast.Pass(), case.pattern)]
         if hasattr(node, "body") and not node.body and not isinstance(node, ast.If):
             node.body = [ast.copy_location(ast.Pass(), node)]  # a body cannot be empty
 
@@ -646,7 +646,7 @@ def drop_no_effect(root):
         sweep = _Sweep(_Liveness(root))
         root.body = sweep.block(root.body, in_class=isinstance(root, ast.ClassDef)) or [
             ast.copy_location(ast.Pass(), root)]
-    return root
+    return ast.fix_missing_locations(root)  # each statement says where it was written; one made here, its parent's
 
 
 def normalise(node, drop=True):
