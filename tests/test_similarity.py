@@ -39,7 +39,7 @@ STUB = make_stub(REFERENCE_TEXT, UNIT)
 HEADER = "import math\n\nimport torch\nfrom torch import nn\n"
 
 COPIED_AT_LEAST = 0.9  # a renamed, reformatted copy: the same code once normalised
-HONEST_BELOW = 0.4  # two different formulations of one task (at most 0.21 here, 0.35 in rotary_alibi)
+HONEST_BELOW = 0.4  # two different formulations of one task (at most 0.21 here, 0.26 in rotary_alibi)
 
 
 # Every honest formulation the suite holds: those above, and the blind sets (written by people who had not read
