@@ -4,7 +4,9 @@ The class: the reference, and one student per formulation in submissions/alterna
 j-th alternative of each task that has one, and leaves the other tasks as the stub gives them). These are honest,
 different solutions. A copier then takes one student's functions, renames every local variable, lets
 ``ast.unparse`` reformat every statement, and adds comments and blank lines: that pair must rank first, well
-above any honest pair.
+above any honest pair. Then the copier pads: statements that do nothing, code that never runs, helpers nothing
+calls (all dropped before comparing), and helpers that are called (compared: the containment stays a copy's).
+Every honest formulation the suite holds, blind sets included, stays below a copy's bound in every unit.
 """
 
 import ast
@@ -492,7 +494,7 @@ def padded_copies(draw):
     return victim, padded
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(padded_copies())
 def test_a_copy_padded_with_statements_that_do_nothing_still_scores_as_a_copy(copied):
     victim, copy = copied
