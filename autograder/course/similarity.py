@@ -601,7 +601,10 @@ class _Sweep:
     def statement(self, statement, in_class):
         """What ``statement`` becomes: a list of none, itself, or what stands for it."""
         liveness = self.liveness
-        pure = lambda expression: _pure(expression, liveness.shadowed)  # noqa: E731
+
+        def pure(expression):
+            return _pure(expression, liveness.shadowed)
+
         if liveness.dead(statement):
             value = getattr(statement, "value", None)
             if isinstance(statement, (ast.Assign, ast.AugAssign)) and not pure(value):
@@ -626,9 +629,11 @@ class _Sweep:
             if not statement.body and not statement.orelse and pure(statement.test):
                 return []
             statement.body = statement.body or [ast.copy_location(ast.Pass(), statement)]
-        if (isinstance(statement, ast.For) and _only_pass(statement.body) and not statement.orelse
-                and pure(statement.iter) and not _target_names(statement.target) & liveness.live):
-            return []
+        if isinstance(statement, ast.For) and _only_pass(statement.body) and not statement.orelse \
+                and pure(statement.iter):
+            names = _target_names(statement.target)  # None for ``for x[0] in ...``: a store into an object
+            if names is not None and not names & liveness.live:
+                return []
         if isinstance(statement, _TRIES) and _only_pass(statement.body):
             return statement.orelse + statement.finalbody  # nothing in it can raise: no handler runs
         return [statement]
@@ -638,7 +643,7 @@ def drop_no_effect(root):
     """``root`` (a function or class node, already tidied) without the statements that affect no output, dropped
     again and again until none is left (a store whose only reader was dropped goes next). Changed in place."""
     before = None
-    for _ in range(1_000):  # each pass drops something, and a function has fewer statements than this
+    for _ in range(1_000):  # until a pass changes nothing (one resolves whole chains; the bound is for safety)
         now = ast.dump(root)
         if now == before:
             break
