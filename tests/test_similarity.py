@@ -556,9 +556,9 @@ def _dropped(text):
 
 @pytest.mark.parametrize("kept", [
     "x.add_(1)", "x[0] = 1", "x.a = 1", "print(x)", "y = x[0]\n    y += 1", "y = x\n    y *= 2", "x += 1",
-    "global G\n    G = 1", "torch.manual_seed(0)", "assert x", "raise ValueError", "yield x", "y = yield x\n    print(y)",
-    "with torch.no_grad():\n        x.mul_(2)", "for i in range(2):\n        x.add_(i)", "del x[0]",
-    "for x[0] in range(2):\n        pass",
+    "global G\n    G = 1", "torch.manual_seed(0)", "assert x", "raise ValueError", "yield x",
+    "y = yield x\n    print(y)", "with torch.no_grad():\n        x.mul_(2)", "for i in range(2):\n        x.add_(i)",
+    "del x[0]", "for x[0] in range(2):\n        pass",
 ])
 def test_a_statement_with_an_effect_is_kept(kept):
     text = f"def f(x):\n    {kept}\n"
