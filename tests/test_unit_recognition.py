@@ -287,3 +287,30 @@ def test_a_class_graded_as_one_unit_refuses_every_other_unit_s_reference_and_stu
         for test in saved["tests"]:
             if test["number"] in lent:
                 assert test["score"] == 0 and "hands its students" in test["output"], test
+
+
+# --- Without --unit: the same recognition ---
+
+def test_without_unit_a_class_is_graded_as_the_unit_its_entries_say_whatever_their_names(tmp_path):
+    from autograder.ways_in.cli import unit_of_paths
+
+    for unit in UNITS:
+        folder = tmp_path / unit.name
+        for name, path in entries(unit, tmp_path / f"{unit.name}-made", file_name="homework").items():
+            write(folder / name / path.name, path.read_text(encoding="utf-8"))
+        assert unit_of_paths([str(folder)]).name == unit.name
+
+
+def test_without_unit_a_class_of_several_units_or_of_none_is_refused_with_what_it_holds(tmp_path):
+    from autograder.ways_in.cli import UnitUnknown, unit_of_paths
+
+    mixed = tmp_path / "mixed"
+    for unit in UNITS[:2]:
+        for name, path in entries(unit, tmp_path / "made").items():
+            write(mixed / name / path.name, path.read_text(encoding="utf-8"))
+    with pytest.raises(UnitUnknown, match=rf"several units: 4 of {NAMES[0]}, 4 of {NAMES[1]}|several units: 4 of "
+                                          rf"{NAMES[1]}, 4 of {NAMES[0]}"):
+        unit_of_paths([str(mixed)])
+    write(tmp_path / "none" / "a.py", "def helper():\n    return 1\n")
+    with pytest.raises(UnitUnknown, match="no entry says which unit"):
+        unit_of_paths([str(tmp_path / "none")])

@@ -342,7 +342,14 @@ class OverwriteCellsQuietly(OverwriteCells):
                 released, _ = clear.preprocess_cell(released, resources, cell_index)
                 if cell.source == released.source:
                     cell.source = source_cell.source
-        return super().preprocess_cell(cell, resources, cell_index)
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        kept = cell.metadata.get("nbgrader")
+        if grade_id is not None and isinstance(kept, dict) and "grade_id" not in kept:
+            # A cell of another notebook (another unit's handed in here): OverwriteCells drops the id it does not
+            # know but keeps the cell's grade or solution flag, on which nbgrader 0.9's add_missing_grade_cells
+            # then fails (KeyError 'grade_id') and the student gets no row. Not this assignment's cell: a plain one.
+            del cell.metadata["nbgrader"]
+        return cell, resources
 
 
 class MakeInert(FeedbackStep):
