@@ -109,6 +109,19 @@ def test_a_cell_that_does_not_parse_still_says_what_it_defines():
     assert recognition.evidence[unit.name] == len(functions)
 
 
+@settings(max_examples=200, deadline=None)
+@given(sources=st.lists(st.text(max_size=300) | st.sampled_from(
+    ["def apply_rotary(x):\n    return " + "+".join(["x"] * 20000) + "\n", "def f(:\n", "\x00", "class rope_scores(\n"]),
+    max_size=5))
+def test_recognition_never_fails_on_what_a_file_holds(sources):
+    chunks = [{"label": f"cell {n}", "source": source} for n, source in enumerate(sources)]
+    submission = Submission("s", Path("s.ipynb"), chunks, [], grade_ids=("rope_scores_values", "x" * 50))
+    recognition = recognize.recognise(submission)
+    assert all(recognition.says_other(name) in [None, *NAMES] for name in NAMES)
+    for unit in UNITS:
+        assert isinstance(recognize.handed_out(unit, submission), dict)
+
+
 # --- Generated mixes ---
 
 def own_functions(unit):

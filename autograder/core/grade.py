@@ -408,11 +408,12 @@ class Grader:
             return _all_failed(self.unit, name, path, f"Could not read the submission: {error}")  # error is ours
         # Another unit's submission is not graded as this one: it would earn what that unit's code happens to earn
         # here (the code a unit hands out finished, above all). Read as data, before anything runs.
-        other = recognize.other_unit(submission, self.unit)
+        defined = recognize.definitions(submission)
+        other = recognize.other_unit(submission, self.unit, defined)
         if other is not None:
             return _all_failed(self.unit, submission.name, path, recognize.looks_like(*other, self.graded_as),
                                submission.skipped)
-        handed_out = recognize.handed_out(self.unit, submission)  # {task: why it earns nothing}
+        handed_out = recognize.handed_out(self.unit, submission, defined)  # {task: why it earns nothing}
         # The code this unit borrows from other units, run after the student's own: the other units' references
         # are what the student's functions call, whatever their file holds under those names (units.Unit.borrowed).
         submission = dataclasses.replace(submission, chunks=submission.chunks + self.given_chunks)

@@ -18,10 +18,14 @@ unit's rotation tasks). ``recognise`` weighs, for each unit, what the entry hold
 The functions are read from each cell's syntax tree; a cell that does not parse is read line by line (``def`` or
 ``class`` at the start of a line) so that a syntax error in one cell does not hide what the entry is.
 
-The rule (``Recognition.says_other``): an entry graded as unit X says another unit Y when Y's evidence is the
-greatest of all, at least twice X's and at least ``MARGIN`` points above it. An entry with no evidence (an empty
-file, a file of other functions) or with no clear winner is graded as X and scores what it scores. A unit's
-reference and its blank stubs always recognise as that unit (tests/test_unit_recognition.py).
+The rule (``Recognition.says_other``): an entry graded as unit X says another unit Y when Y's evidence, all told,
+is the greatest of all, and Y's evidence from the functions alone is at least twice X's and at least ``MARGIN``
+points above it. The functions decide because they are what is graded, and because a way in may write the labels
+itself: nbgrader puts the assignment's grade cells back into any notebook handed in to it and drops the ids it
+does not know, and its grade is made from a copy named after the assignment; a name or the ids still weigh
+against a refusal where the functions are few. An entry with no evidence (an empty file, a file of other
+functions) or with no clear winner is graded as X and scores what it scores. A unit's reference and its blank
+stubs always recognise as that unit (tests/test_unit_recognition.py).
 
 The code a unit hands out earns nothing (``handed_out``): a task function of unit X that sits in a given-code
 cell (between the banner ``Unit.given_code`` writes and its end line) and is, in ``normal_form``, the finished
@@ -187,13 +191,17 @@ def _handed_out_by(lender, definition):
     forms = handed_out_forms().get((lender, definition.name), {})
     if not forms or definition.node is None:
         return []
-    mine = normal_form(definition.node)
+    try:
+        mine = normal_form(definition.node)
+    except RecursionError:  # a tree too deep to copy or print: not the handed-out code, which is shallow
+        return []
     return sorted(borrower for borrower, form in forms.items() if form == mine)
 
 
 @dataclass
 class Recognition:
-    evidence: dict  # {unit name: points}
+    evidence: dict  # {unit name: points}, all told
+    functions: dict  # {unit name: points}, of the functions defined alone
     reasons: dict = field(default_factory=dict)  # {unit name: [what speaks for it]}
 
     def best(self):
@@ -208,7 +216,7 @@ class Recognition:
         best = self.best()
         if best is None or best == unit_name:
             return None
-        mine, theirs = self.evidence.get(unit_name, 0), self.evidence[best]
+        mine, theirs = self.functions.get(unit_name, 0), self.functions[best]
         return best if theirs >= mine + MARGIN and theirs >= 2 * mine else None
 
     def why(self, unit_name):
@@ -221,9 +229,10 @@ def _listed(names, most=4):
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
-def recognise(submission):
-    """The Recognition of ``submission`` (a loaded intake.load.Submission): its evidence for each unit."""
-    defined = definitions(submission)
+def recognise(submission, defined=None):
+    """The Recognition of ``submission`` (a loaded intake.load.Submission): its evidence for each unit.
+    ``defined``: its ``definitions``, where they were read already."""
+    defined = definitions(submission) if defined is None else defined
     file_name = getattr(submission.path, "name", "") or ""
     grade_ids = set(getattr(submission, "grade_ids", ()) or ())
     evidence, reasons = {unit.name: 0.0 for unit in units.all_units()}, {}
@@ -243,6 +252,7 @@ def recognise(submission):
             else:
                 evidence[unit.name] += LENT_WEIGHT
                 own.setdefault(unit.name, []).append(name)
+    functions = dict(evidence)
     for unit in units.all_units():
         words = reasons.setdefault(unit.name, [])
         if own.get(unit.name):
@@ -256,12 +266,12 @@ def recognise(submission):
         if ids:
             evidence[unit.name] += IDS_WEIGHT
             words.append(f"its cells are tagged as the {unit.name} notebook's ({_listed(ids, 2)})")
-    return Recognition(evidence, reasons)
+    return Recognition(evidence, functions, reasons)
 
 
-def other_unit(submission, unit):
+def other_unit(submission, unit, defined=None):
     """(the other unit's name, why) where ``submission`` graded as ``unit`` clearly is another unit's; else None."""
-    recognition = recognise(submission)
+    recognition = recognise(submission, defined)
     other = recognition.says_other(unit.name)
     return (other, recognition.why(other)) if other else None
 
@@ -272,11 +282,12 @@ def looks_like(other, why, graded_as):
             f"hand in the right notebook, or, if this is a {other} submission, grade it as {other}.")
 
 
-def handed_out(unit, submission):
+def handed_out(unit, submission, defined=None):
     """{task: message} for each of ``unit``'s tasks whose function the submission holds as the finished code
     another unit hands its students: in a given-code cell, statement for statement (``normal_form``)."""
     found = {}
-    for name, definition in definitions(submission).items():
+    defined = definitions(submission) if defined is None else defined
+    for name, definition in defined.items():
         if name not in unit.rubric.TASK_OF_FUNCTION or not definition.given:
             continue
         borrowers = _handed_out_by(unit.name, definition)
