@@ -327,3 +327,27 @@ def test_without_unit_a_class_of_several_units_or_of_none_is_refused_with_what_i
     write(tmp_path / "none" / "a.py", "def helper():\n    return 1\n")
     with pytest.raises(UnitUnknown, match="no entry says which unit"):
         unit_of_paths([str(tmp_path / "none")])
+
+
+# --- The platforms: the same recognition ---
+
+@pytest.mark.parametrize("mine, graded_as", PAIRS)
+def test_a_platform_refuses_another_unit_s_work_under_any_name_and_grades_its_own_under_another_s_name(
+        tmp_path, mine, graded_as):
+    from autograder.ways_in.platform import _find_file, _other_unit_held
+
+    mine, graded_as = units.get(mine), units.get(graded_as)
+    for kind, code in (("reference", reference_text(mine)), ("blank", stub_text(mine))):
+        # another unit's work, renamed to this assignment's file: refused by what it holds
+        upload = write(tmp_path / f"{kind}-renamed" / f"{graded_as.module_name}.ipynb", notebook_of(mine, code))
+        path, refusal = _find_file(upload.parent, graded_as)
+        assert refusal is None
+        refused = _other_unit_held(graded_as, load(path), path.name)
+        assert refused is not None and refused.score == 0
+        assert f"the {mine.name} assignment's functions" in refused.notes[0], refused.notes
+        # this assignment's own work saved under the other unit's name: graded, not refused
+        own = write(tmp_path / f"{kind}-own" / f"{mine.module_name}.py",
+                    reference_text(graded_as) if kind == "reference" else stub_text(graded_as))
+        path, refusal = _find_file(own.parent, graded_as)
+        assert refusal is None, refusal.notes
+        assert _other_unit_held(graded_as, load(path), path.name) is None

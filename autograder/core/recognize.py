@@ -50,7 +50,7 @@ OWN_WEIGHT = 1.0  # one of the unit's own task functions
 LENT_WEIGHT = 0.5  # a function another unit hands out finished (for its owner, or for the units handing it out)
 NAME_WEIGHT = 1.0  # the file named after the unit's module
 IDS_WEIGHT = 2.0  # the unit's nbgrader grade ids in the notebook's cells
-MARGIN = 2.0  # how far above the unit graded as another unit's evidence must be to say that unit
+MARGIN = 2.0  # how far above the graded unit's function evidence another unit's must be to say that unit
 
 _DEFINED_LINE = re.compile(r"^(?:async\s+def|def|class)\s+(\w+)", re.MULTILINE)
 GIVEN_BANNER = "# --- Given: "  # the first line of Unit.given_code's head

@@ -198,6 +198,17 @@ def _other_unit_held(unit, submission, shown):
                       unit)
 
 
+def _says_this_unit(submission, named, unit):
+    """Whether the file of ``submission`` named after the unit ``named`` holds ``unit``'s work by its contents
+    (recognize: this unit has the most evidence, its name counted for the other): a student's own notebook saved
+    under the other assignment's name is graded, not refused."""
+    try:
+        loaded = load(submission, named.file_names)
+    except (LoadError, OSError):
+        return False
+    return recognize.recognise(loaded).best() == unit.name
+
+
 def _find_file(submission, unit):
     """The file to grade in ``submission``, or a Result that says why there is none (another unit's file
     among them: see wrong_assignment)."""
@@ -215,7 +226,8 @@ def _find_file(submission, unit):
     names = [path.parts[-1] for path in files]
     others = [(shown, other) for path, shown in zip(files, uploaded)
               if (other := units.of_file_name(path.parts[-1])) is not None and other.name != unit.name]
-    if others and not set(names) & set(unit.file_names):  # only another unit's file: never graded as this one
+    if others and not set(names) & set(unit.file_names) and not _says_this_unit(submission, others[0][1], unit):
+        # only another unit's file, and its contents do not say this unit (core/recognize.py): not graded here
         shown, other = others[0]
         return None, not_graded(wrong_assignment(unit, inert_line(shown), other.name), unit=unit)
     try:
