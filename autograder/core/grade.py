@@ -19,7 +19,7 @@ from pathlib import Path
 from secrets import token_hex
 
 from autograder.sandbox import cgroups, limits as _limits, users
-from autograder.core import diagnosis, seeds, timing, units
+from autograder.core import diagnosis, recognize, seeds, timing, units
 from autograder.intake.inert import inert
 from autograder.core.cases import build_cases, hints_of, likely
 from autograder.core.cases import Verdict
@@ -321,6 +321,9 @@ class Grader:
         # The code the unit borrows from other units, read here, before any grading thread: it is parsed, and
         # ast.parse beside a thread's parse can fail (a CPython bug: see loop_check._PARSING).
         self.given_chunks = unit.given_chunks
+        recognize.prepare()  # the same: the code units hand out, parsed once, before any grading thread
+        # How a refused entry's row names what it was graded as (core/recognize.py): a way in may say it its way.
+        self.graded_as = f"it is graded as {unit.name}"
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
         self.tier = {BUBBLEWRAP: "bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job",
                      JOB_USERS: "a user of its own per job, seccomp filter (no namespaces here)"}.get(tier, "NO SANDBOX") \
@@ -403,6 +406,14 @@ class Grader:
             submission = load(path, self.unit.file_names)
         except LoadError as error:  # the loader turns what is the student's doing into a LoadError; any other
             return _all_failed(self.unit, name, path, f"Could not read the submission: {error}")  # error is ours
+        # Another unit's submission is not graded as this one: it would earn what that unit's code happens to earn
+        # here (the code a unit hands out finished, above all). Read as data, before anything runs.
+        defined = recognize.definitions(submission)
+        other = recognize.other_unit(submission, self.unit, defined)
+        if other is not None:
+            return _all_failed(self.unit, submission.name, path, recognize.looks_like(*other, self.graded_as),
+                               submission.skipped)
+        handed_out = recognize.handed_out(self.unit, submission, defined)  # {task: why it earns nothing}
         # The code this unit borrows from other units, run after the student's own: the other units' references
         # are what the student's functions call, whatever their file holds under those names (units.Unit.borrowed).
         submission = dataclasses.replace(submission, chunks=submission.chunks + self.given_chunks)
@@ -416,8 +427,11 @@ class Grader:
         notes = _load_notes(submission, outcome.loaded)
         tests, incidents = [], []
         for task in rubric.TASK_NAMES:
-            tests.extend(score_tests(self.unit, rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
-                                     failure=outcome.failures.get(task), notes=notes, incidents=incidents))
+            scored = score_tests(self.unit, rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
+                                 failure=outcome.failures.get(task), notes=notes, incidents=incidents)
+            if task in handed_out:  # the code another unit hands out finished, handed in as this task's answer
+                scored = [TestResult(test.id, test.task, 0, test.max_score, handed_out[task]) for test in scored]
+            tests.extend(scored)
         fault = False
         try:
             verdicts = timing.grade_tier(self.unit, submission, {test.id for test in tests if test.passed},

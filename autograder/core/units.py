@@ -25,7 +25,6 @@ import ast
 import functools
 import importlib
 import pkgutil
-import re
 import textwrap
 from functools import cached_property
 from pathlib import Path
@@ -276,33 +275,3 @@ def test_named(test_id):
         return of_test(test_id).rubric.TEST_BY_ID[test_id]
     except KeyError:
         return None
-
-
-_DEFINED = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
-
-
-def defined_names(submission):
-    """The names a loaded submission defines with ``def``/``class`` at the start of a line (read as text, never run)."""
-    return {name for chunk in submission.chunks for name in _DEFINED.findall(chunk["source"])}
-
-
-def of_definitions(paths, most=50):
-    """The one unit whose task functions the submissions define (``def``/``class`` at the start of a line), read
-    as text by load() from at most ``most`` of them; None where none or several units fit equally."""
-    from autograder.intake.load import LoadError, expand, load
-
-    counts = dict.fromkeys(names(), 0)
-    try:
-        found = expand(paths)[:most]
-    except (OSError, ValueError):
-        return None
-    for path in found:
-        try:
-            seen = defined_names(load(path))
-        except (LoadError, OSError, ValueError):
-            continue
-        for unit in all_units():
-            counts[unit.name] += len(seen & set(unit.rubric.TASK_OF_FUNCTION))
-    best = max(counts.values(), default=0)
-    winners = [name for name, count in counts.items() if count == best]
-    return get(winners[0]) if best and len(winners) == 1 else None

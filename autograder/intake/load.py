@@ -72,6 +72,9 @@ class Submission:
     path: Path
     chunks: list  # [{"label": str, "source": str}]
     skipped: list  # notes on what was left out (magics, shell lines)
+    # nbgrader's grade ids in a notebook's cells, every cell's (the course's test cells too): data that says which
+    # assignment the notebook is (core/recognize.py); empty for a .py file
+    grade_ids: tuple = ()
 
 
 # Showing what a student named: one line, no terminal escapes.
@@ -738,7 +741,16 @@ def load(path, preferred_names=()):
     else:
         data = _read_file(path)
     chunks, notes = _chunks(data, path.name)
-    return Submission(name=name, path=path, chunks=chunks, skipped=notes)
+    grade_ids = _grade_ids(data) if path.name.endswith(".ipynb") else ()
+    return Submission(name=name, path=path, chunks=chunks, skipped=notes, grade_ids=grade_ids)
+
+
+def _grade_ids(data):
+    """The nbgrader grade ids (strings, at most 200 characters) in the cells of notebook bytes ``data``, which
+    ``_notebook_chunks`` has checked already (its size, nesting and structure)."""
+    cells = json.loads(data.decode("utf-8-sig")).get("cells", [])
+    ids = (((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id") for cell in cells)
+    return tuple(dict.fromkeys(grade_id for grade_id in ids if isinstance(grade_id, str) and len(grade_id) <= 200))
 
 
 def _is_folder(path):

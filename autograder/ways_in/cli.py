@@ -66,23 +66,20 @@ class UnitUnknown(Exception):
 
 
 def unit_of_paths(paths, named=None):
-    """The unit to grade ``paths`` as: ``named`` (--unit), else the one unit whose module the files (or the files
-    inside the folders, one level down or nbgrader's two) are named after, else the only unit there is."""
+    """The unit to grade ``paths`` as: ``named`` (--unit), else the only unit there is, else the one unit that the
+    entries say they are (core/recognize.py: file names, nbgrader's grade ids, the functions defined); never a
+    guess between two: entries of several units, or none that says, need --unit."""
     if named:
         return units.get(named)
-    found = set()
-    for path in map(Path, paths):
-        candidates = [path] if not path.is_dir() else [*path.glob("*"), *path.glob("*/*"), *path.glob("*/*/*")]
-        found |= {unit.name for unit in map(units.of_file_name, (candidate.name for candidate in candidates)) if unit}
-    if len(found) == 1:
-        return units.get(found.pop())
-    if not found and len(units.names()) == 1:
+    if len(units.names()) == 1:
         return units.get(units.names()[0])
-    if not found:  # files of other names: the unit whose functions they define
-        guessed = units.of_definitions(paths)
-        if guessed is not None:
-            return guessed
-    which = f"they hold files of {', '.join(sorted(found))}" if found else "no file is named after a unit's module"
+    from autograder.core import recognize
+
+    found = recognize.of_paths(paths)
+    if len(found) == 1:
+        return units.get(next(iter(found)))
+    which = ("they hold entries of several units: " + ", ".join(f"{count} of {name}" for name, count in sorted(
+        found.items())) if found else "no entry says which unit it is (by its name or the functions it defines)")
     raise UnitUnknown(f"say which unit these submissions are of with --unit ({', '.join(units.names())}): {which}")
 
 
@@ -112,6 +109,8 @@ def _grade(paths, args, show_feedback, sandbox, unit, skipped=()):
     except BaseException:
         server.close()
         raise
+    # An entry that says another unit scores nothing, and its row says what it was graded as (core/recognize.py).
+    grader.graded_as = f"the class is graded as {unit.name}" if len(paths) > 1 else f"it is graded as {unit.name}"
     progress = Progress(len(paths)) if len(paths) > 1 and not args.json else None
     if out:  # the summary's picture needs matplotlib: imported meanwhile, while the jobs do the work
         threading.Thread(target=_import_quietly, args=("matplotlib.figure",), daemon=True).start()

@@ -262,6 +262,8 @@ class TrustedGrades(_Preprocessor):
             TrustedGrades._graders[unit.name] = Grader(unit, limits=bounds,
                                                        course_secret=seeds.course_secret(secret_file or None),
                                                        secrets=[secret_file] if secret_file else [])
+            # A notebook of another unit handed in here scores nothing and says so (core/recognize.py, in Grader).
+            TrustedGrades._graders[unit.name].graded_as = f"this is the {unit.name} assignment"
         grader = TrustedGrades._graders[unit.name]
         linked = _linked_submission(resources)
         if linked:  # nbgrader has read it already, following the link: its content is not the student's

@@ -342,7 +342,44 @@ class OverwriteCellsQuietly(OverwriteCells):
                 released, _ = clear.preprocess_cell(released, resources, cell_index)
                 if cell.source == released.source:
                     cell.source = source_cell.source
-        return super().preprocess_cell(cell, resources, cell_index)
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        kept = cell.metadata.get("nbgrader")
+        if grade_id is not None and isinstance(kept, dict) and "grade_id" not in kept:
+            # A cell of another notebook (another unit's handed in here): OverwriteCells drops the id it does not
+            # know but keeps the cell's grade or solution flag, on which nbgrader 0.9's add_missing_grade_cells
+            # then fails (KeyError 'grade_id') and the student gets no row. Not this assignment's cell: a plain one.
+            del cell.metadata["nbgrader"]
+        return cell, resources
+
+    def add_missing_grade_cells(self, nb, resources):
+        """nbgrader's, where the cell before a missing grade cell may be missing too: each missing grade cell goes
+        back after the nearest earlier cell of the source that the notebook holds (the start, where none).
+
+        nbgrader 0.9 puts it after the one cell before it in the source and fails (KeyError) where that one is
+        missing as well, as in a notebook of another unit handed in here, or one whose solution cell and test
+        cell were both deleted: the student got no row. Here the row is made, and the grader says why it scores
+        what it scores (autograder/core/recognize.py)."""
+        source = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        cells = source.source_cells
+        order = [cell.name for cell in cells]
+        grade_cells = {cell.name: cell for cell in source.grade_cells}
+        solutions = {cell.name for cell in source.solution_cells}
+        for place, grade_id in enumerate(order):
+            if grade_id not in grade_cells:
+                continue
+            held = {}  # {grade id: index} of the graded and solution cells the notebook holds (the ones put back too,
+            for index, cell in enumerate(nb.cells):  # which are plain dicts inside)
+                marks = (cell.get("metadata") or {}).get("nbgrader") or {}
+                if (marks.get("grade") or marks.get("solution")) and isinstance(marks.get("grade_id"), str):
+                    held[marks["grade_id"]] = index
+            if grade_id in held:
+                continue
+            self.log.warning(f"Missing grade cell {grade_id} encountered, adding to notebook")
+            added = self.missing_cell_transform(cells[place], grade_cells[grade_id].max_score,
+                                                is_solution=grade_id in solutions)
+            before = [held[name] for name in order[:place] if name in held]
+            nb.cells.insert(before[-1] + 1 if before else 0, added)
+        return nb, resources
 
 
 class MakeInert(FeedbackStep):

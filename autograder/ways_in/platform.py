@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.core import units
+from autograder.core import recognize, units
 from autograder.intake.inert import inert_line
 from autograder.intake.load import LoadError, find_submission_file, load
 
@@ -178,28 +178,35 @@ def unit_named(name):
         return None
 
 
-def wrong_assignment(unit, uploaded, whose, functions=()):
+def wrong_assignment(unit, uploaded, whose, why=""):
     """What a student reads who uploaded another unit's file (``whose``: that unit's name): which assignment this
-    is and the file it expects; ``functions``, where the file is the other's by what it defines."""
-    which = (f"{uploaded}, which defines {', '.join(functions)}: the {whose} assignment's functions, and none of "
-             "this one's" if functions else f"{uploaded}, which is the {whose} assignment's")
+    is and the file it expects; ``why``, where the file is the other's by what it holds (core/recognize.py)."""
+    which = (f"{uploaded}, which holds the {whose} assignment's functions ({why}), not this one's" if why
+             else f"{uploaded}, which is the {whose} assignment's")
     return (f"This is the {unit.name} assignment: upload {unit.module_name}.ipynb or .py; you uploaded {which}. "
             "Nothing was graded.")
 
 
-def _other_unit_defined(unit, submission, shown):
-    """A Result refusing ``submission`` (as loaded) where it defines none of ``unit``'s functions and some of
-    another unit's (the other assignment's finished file, renamed); None otherwise. Such a file would score 0
-    anyway: this says why, and which file to upload."""
-    defined = units.defined_names(submission)
-    if defined & set(unit.rubric.TASK_OF_FUNCTION):
+def _other_unit_held(unit, submission, shown):
+    """A Result refusing ``submission`` (as loaded) where what it holds clearly says another unit
+    (recognize.other_unit: the same rule as a class run's and nbgrader's, through Grader); None otherwise."""
+    other = recognize.other_unit(submission, unit)
+    if other is None:
         return None
-    for other in units.all_units():
-        functions = sorted(defined & set(other.rubric.TASK_OF_FUNCTION))
-        if other.name != unit.name and functions:
-            return not_graded(wrong_assignment(unit, inert_line(str(shown)), other.name, functions),
-                              submission.name, submission.path, unit)
-    return None
+    whose, why = other
+    return not_graded(wrong_assignment(unit, inert_line(str(shown)), whose, why), submission.name, submission.path,
+                      unit)
+
+
+def _says_this_unit(submission, named, unit):
+    """Whether the file of ``submission`` named after the unit ``named`` holds ``unit``'s work by its contents
+    (recognize: this unit has the most evidence, its name counted for the other): a student's own notebook saved
+    under the other assignment's name is graded, not refused."""
+    try:
+        loaded = load(submission, named.file_names)
+    except (LoadError, OSError):
+        return False
+    return recognize.recognise(loaded).best() == unit.name
 
 
 def _find_file(submission, unit):
@@ -219,7 +226,8 @@ def _find_file(submission, unit):
     names = [path.parts[-1] for path in files]
     others = [(shown, other) for path, shown in zip(files, uploaded)
               if (other := units.of_file_name(path.parts[-1])) is not None and other.name != unit.name]
-    if others and not set(names) & set(unit.file_names):  # only another unit's file: never graded as this one
+    if others and not set(names) & set(unit.file_names) and not _says_this_unit(submission, others[0][1], unit):
+        # only another unit's file, and its contents do not say this unit (core/recognize.py): not graded here
         shown, other = others[0]
         return None, not_graded(wrong_assignment(unit, inert_line(shown), other.name), unit=unit)
     try:
@@ -253,7 +261,7 @@ def grade_upload(submission_dir, unit, secrets=(), platform="Gradescope", studen
     sandbox is the strongest the container allows (sandbox.resolve_sandbox); where there is none, the
     submission is not graded (a Result that says so) unless the instructor set UNSANDBOXED_VARIABLE.
     ``unit`` (a Unit or its name) is the assignment's, as the bundle or the question names it, never the
-    upload's: an upload of another unit's file (by its name, or by the functions it defines) is not graded,
+    upload's: an upload of another unit's file (by its name, or by what it holds: core/recognize.py) is not graded,
     and the Result says which assignment this is and which file it expects.
     """
     from autograder.core.grade import Grader
@@ -272,7 +280,7 @@ def grade_upload(submission_dir, unit, secrets=(), platform="Gradescope", studen
     except (LoadError, OSError) as error:
         message = str(error) if isinstance(error, LoadError) else f"{shown}: {error.strerror or error}"
         return not_graded(f"Could not read your file. {message}", path.stem, path, unit), None, "", False
-    refusal = _other_unit_defined(unit, submission, shown)
+    refusal = _other_unit_held(unit, submission, shown)
     if refusal is not None:
         return refusal, None, "", False
     warning = ""
