@@ -23,8 +23,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from autograder.core import grade
 from autograder.course.build import ROOT
 from autograder.ways_in import cli
@@ -97,7 +95,8 @@ class Stall:
     """Injected into the real grader: grading the submission named ``stuck`` blocks until ``release``."""
 
     def __init__(self, stuck):
-        self.stuck, self.entered, self.released, self.left = stuck, threading.Event(), threading.Event(), threading.Event()
+        self.stuck = stuck
+        self.entered, self.released, self.left = threading.Event(), threading.Event(), threading.Event()
         self.original = grade.Grader.grade
 
     def grade(self, grader, path, *args, **kwargs):
