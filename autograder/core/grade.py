@@ -450,6 +450,8 @@ class Grader:
         row, with an incident id.
         """
         paths = list(paths)
+        if not paths:
+            return []
         threads.import_ahead(self.unit.package, notebooks=threads.may_hold_notebooks(paths))
 
         def failed(index, error):  # grade() never raises; if it ever did, the row stays all the same
