@@ -105,7 +105,7 @@ def _export(tmp_path, rows, grades_path):
     return status, exported, err.getvalue()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(names=folder_names())
 def test_every_row_name_stays_unique_whatever_a_reader_does_to_it(tmp_path_factory, names):
