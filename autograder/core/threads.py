@@ -8,7 +8,8 @@ there: its main thread in that callback, its grading threads alive (CPython's gh
 runs the collector only between bytecodes, gh-97922). With every module a thread may need already imported, no
 thread holds or waits for an import lock while the others run. ``import_ahead`` imports them: the modules of the
 grader that are loaded (its core, intake and sandbox, and the unit's package), every module those import inside a
-function, and every text codec, since a submission's coding line may name any of them.
+function (but jsonschema's, which takes seconds, only where a submission may hold a notebook: NOTEBOOKS_ONLY), and
+every text codec, since a submission's coding line may name any of them.
 tests/test_class_run_ends.py lists the modules imported while grading threads run, over a class of every kind of
 submission, and finds none.
 
