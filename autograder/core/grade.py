@@ -445,9 +445,9 @@ class Grader:
 
         ``on_result(index, result)`` is called as each one is graded, from the thread that graded it (or, for a
         submission the watchdog gave up on, from this one). Every module a grading thread may import is imported
-        first (a caller whose on_result imports more says so with threads.import_ahead): see
-        autograder/core/threads.py. A run that stops making progress ends all the same: each submission it was stuck on gets a grader fault's
-        row, with an incident id.
+        first (a caller whose on_result imports more says so with threads.import_ahead), and a run that stops
+        making progress ends all the same, each submission it was stuck on a grader fault's row with an incident
+        id: see autograder/core/threads.py.
         """
         paths = list(paths)
         if not paths:
