@@ -13,13 +13,12 @@ import time
 import traceback
 import weakref
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from secrets import token_hex
 
 from autograder.sandbox import cgroups, limits as _limits, users
-from autograder.core import diagnosis, recognize, seeds, timing, units
+from autograder.core import diagnosis, recognize, seeds, threads, timing, units
 from autograder.intake.inert import inert
 from autograder.core.cases import build_cases, hints_of, likely
 from autograder.core.cases import Verdict
@@ -29,6 +28,7 @@ from autograder.sandbox.server import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkS
 
 CASE_SETS_KEPT = 64  # hidden case sets kept built (one per seed: per student with a course secret)
 MACHINE_ATTEMPTS = 3  # a job that the machine could not start is tried this many times before the row says so
+_clock = time.monotonic  # the class run's watchdog's clock (a test's clock stalls a run at will)
 
 
 @dataclass
@@ -448,23 +448,39 @@ class Grader:
         result.grader_fault = fault or any(test.grader_fault for test in tests)
         return result
 
+    def stall_seconds(self):
+        """How long a class run may go without any submission finished before the watchdog gives up on those in
+        progress (autograder/core/threads.py): _limits.CLASS_STALL_SECONDS, or more where the submissions' time
+        limit is raised (_limits.CLASS_STALL_FACTOR times it)."""
+        return max(_limits.CLASS_STALL_SECONDS, _limits.CLASS_STALL_FACTOR * self.limits.wall_seconds)
+
     def grade_many(self, paths, jobs=1, on_result=None):
         """Grade paths with ``jobs`` at a time; results in the order of ``paths``.
 
-        ``on_result(index, result)`` is called as each one is graded, from the thread that graded it.
+        ``on_result(index, result)`` is called as each one is graded, from the thread that graded it (or, for a
+        submission the watchdog gave up on, from this one). Every module a grading thread may import is imported
+        first (a caller whose on_result imports more says so with threads.import_ahead), and a run that stops
+        making progress ends all the same, each submission it was stuck on a grader fault's row with an incident
+        id: see autograder/core/threads.py.
         """
         paths = list(paths)
-        results = [None] * len(paths)
+        if not paths:
+            return []
+        threads.import_ahead(self.unit.package, notebooks=threads.may_hold_notebooks(paths))
 
-        def one(index):
+        def failed(index, error):  # grade() never raises; if it ever did, the row stays all the same
+            return _fault_result(self.unit, str(paths[index]), paths[index], "The grader failed on this submission",
+                                 error)
+
+        def stuck(index, error):
             try:
-                results[index] = self.grade(paths[index])
-            except BaseException as error:  # grade() never raises; if it ever did, the row stays all the same
-                results[index] = _fault_result(self.unit, str(paths[index]), paths[index],
-                                               "The grader failed on this submission", error)
-            if on_result is not None:
-                on_result(index, results[index])
+                name = submission_name(paths[index])
+            except Exception:  # noqa: BLE001
+                name = "submission"
+            result = _fault_result(self.unit, name, paths[index], "Not graded: the grader stopped making progress "
+                                   "on this submission", error)
+            result.sandbox = self.tier
+            return result
 
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            list(pool.map(one, range(len(paths))))
-        return results
+        return threads.run(len(paths), lambda index: self.grade(paths[index]), on_result, jobs=jobs,
+                           stall_seconds=self.stall_seconds(), failed=failed, stuck=stuck, clock=_clock)

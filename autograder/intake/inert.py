@@ -74,6 +74,25 @@ def csv_cell(text):
     return "'" + cell if cell.startswith(_FORMULA_START) else cell
 
 
+def as_readers_see(name):
+    """The form under which two names look the same to some reader of a report: equal forms, one name to them.
+
+    ``name`` as one line (inert_line), then what the readers' tools do to it: Unicode's compatibility
+    normalisation (NFKC: a full-width ``＝`` is ``=``, ``e`` with a combining accent is ``é``) and case folding
+    (a case-insensitive disk, a spreadsheet's lookup, an LMS's match: ``Ana`` is ``ana``), spaces at the ends
+    dropped, and the apostrophes a spreadsheet hides at the start (csv_cell writes ``=SUM(1)`` as
+    ``'=SUM(1)``, which a spreadsheet shows as ``=SUM(1)``, as it shows a student's own ``'=SUM(1)``). A name
+    that reads as a number is the number (a spreadsheet shows ``007``, ``7.0`` and ``7e0`` all as 7).
+    Two names are kept apart only where they differ in this form; it errs toward "the same".
+    """
+    shown = unicodedata.normalize("NFKC", inert_line(name))
+    shown = unicodedata.normalize("NFKC", shown.casefold()).strip().lstrip("'").strip()
+    try:
+        return f"number {float(shown)!r}"
+    except ValueError:
+        return shown
+
+
 def is_inert(text, *, one_line=False):
     """Whether ``text`` holds no active character (for tests and assertions at the boundary)."""
     for character in text:

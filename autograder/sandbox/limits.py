@@ -6,6 +6,14 @@ WALL_SECONDS = 40.0  # the whole submission, import included
 TASK_SECONDS = 15.0  # one task; a task that hangs is abandoned and the rest go on
 MEMORY_BYTES = 6 * 1024**3  # address space of each process of a job, and the whole job's memory where cgroups are
 OUTPUT_BYTES = 64 * 1024  # what we keep of the child's stdout and stderr, each
+# A class run in which no submission finishes for this long is stuck (a grader thread that never returns): the
+# watchdog gives each submission in progress a grader fault's row and goes on (autograder/core/threads.py). Well
+# past what one submission may take, which is at most its three tries of a job (a fault of the machine is tried
+# again), its timing tier (TIMING_TIER_SECONDS and the reference's share) and a wait for the machine while others
+# are timed: about 6 minutes at the defaults on a busy machine. A larger --timeout raises it (CLASS_STALL_FACTOR
+# times the submission's limit).
+CLASS_STALL_SECONDS = 600.0
+CLASS_STALL_FACTOR = 15
 # Limits on one job as a whole, all its processes together (a control group per job where the machine has
 # them: autograder/sandbox/cgroups.py): memory (MEMORY_BYTES, files in its private folders included), processes and
 # threads, and CPUs' worth of time, so that busy threads slow only their own job.

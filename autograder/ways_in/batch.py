@@ -3,22 +3,29 @@
 ``grade_class`` grades each submission path with ``jobs`` at once and writes
 ``<name>.json`` for it atomically (a temporary name, then a rename) the moment
 it is graded. Each file records what was graded (a fingerprint of the
-submission's files) and with what (a fingerprint of the rubric, the reference,
-the hidden cases and the seed). A run that finds a file with both fingerprints
-unchanged takes the grade from it instead of grading again, unless ``force``:
-so a run killed halfway is resumed by running the same command again, and
-only a changed submission, or a changed rubric, is graded again.
+submission's files) and with what: the settings, everything besides the
+submission that can change its grade (the unit, the seed, the limits, the
+sandbox tier, the timing tier's mode, device and clock, the grader's code and
+the versions of Python and torch), readable in the file and fingerprinted. A
+run that finds a file with both unchanged takes the grade from it instead of
+grading again, unless ``force``: so a run killed halfway is resumed by running
+the same command again, and only a changed submission, or one graded under
+other settings, is graded again; the run says how many, and why (which
+setting changed, from what to what).
 
 At the end come ``grades.csv`` (a row per student, a column per test),
 ``skipped.txt`` (each entry of the class folder that is not a submission, and
 why: see load.class_entries) and the class summary (``summary.txt``,
 ``summary.png``; see summary.py). A grader fault's traceback goes to
 ``grader-faults.log`` under its incident id, never into a student's row.
+Each row's name is unique as every reader sees it (see ``unique_names``).
 """
 
+import dataclasses
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import sys
@@ -26,29 +33,33 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.core import seeds
+from autograder.core import seeds, threads
 from autograder.sandbox import limits as _limits
 from autograder.core.units import ROOT
-from autograder.intake.inert import inert_line
+from autograder.intake.inert import as_readers_see, inert_line
 from autograder.intake.load import submission_name
 from autograder.core.report import write_atomically
 
-FORMAT = 2  # of the per-student JSON; a file of another format is graded again
+FORMAT = 3  # of the per-student JSON; a file of another format is graded again
 
 
 def unique_names(paths):
-    """A report name for each path, unique: its submission name, numbered from the second time it is seen.
+    """A report name for each path, unique as every reader sees it: its submission name, numbered from the
+    second time it is seen.
 
-    Names are made inert (a folder name may hold terminal escapes or newlines: see autograder/intake/inert.py).
+    Names are made inert (a folder name may hold terminal escapes or newlines: see autograder/intake/inert.py),
+    and two names count as the same where any reader could take one for the other (``as_readers_see``: a
+    spreadsheet's formula escape, Unicode normalisation, case folding, a number's spelling): folders ``=SUM(1)``
+    and ``'=SUM(1)``, or ``Ana`` and ``ana``, are ``=SUM(1)`` and ``'=SUM(1)-2``, ``Ana`` and ``ana-2``.
     """
     names, taken = [], set()
     for path in paths:
         name = candidate = inert_line(submission_name(path), limit=120)
         count = 1
-        while candidate in taken:  # "x" seen twice is "x-2", which may be another student's own name
+        while as_readers_see(candidate) in taken:  # "x" seen twice is "x-2", which may be another's own name
             count += 1
             candidate = f"{name}-{count}"
-        taken.add(candidate)
+        taken.add(as_readers_see(candidate))
         names.append(candidate)
     return names
 
@@ -83,60 +94,183 @@ def submission_fingerprint(path):
         return hashlib.sha256(f"unfingerprinted {type(error).__name__}".encode()).hexdigest() + "-" + os.urandom(4).hex()
 
 
-def grading_fingerprint(unit, seed, timing_mode):
-    """A digest of what decides a grade besides the submission: the unit (its rubric, reference, cases, job
-    code), the grader, the seed.
-
-    ``seed`` is the shared seed, or with a course secret the secret's fingerprint (seeds.secret_fingerprint).
-    """
-    digest = hashlib.sha256(f"{FORMAT} {unit.name} {seed} {timing_mode}".encode())
+def grader_sources(unit):
+    """A digest of the code that grades ``unit``'s submissions: its reference, its rubric, cases and job code, and
+    the grader's own intake, sandbox and core (what grades, not what teaches)."""
+    digest = hashlib.sha256()
     sources = [unit.reference_path]
     sources += sorted(path for part in ("intake", "sandbox", "core") for path in (ROOT / "autograder" / part).glob("*.py"))
     sources += sorted(path for path in unit.folder.rglob("*.py") if not {"__pycache__", "self_checks"} & set(path.parts)
-                      and path != unit.lesson_path)  # what grades, not what teaches
+                      and path != unit.lesson_path)
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
 
-def result_to_json(result, submission_digest, grading_digest):
-    """The per-student file: Gradescope's schema, plus what is needed to read the Result back."""
+def _default_seed(grader):
+    """What a results folder records of the hidden cases' seed: the grader's seed, or with a course secret the
+    secret's fingerprint (each student's seed comes from it)."""
+    secret = getattr(grader, "course_secret", None)
+    if secret:
+        return f"per-student {seeds.secret_fingerprint(secret)}"
+    seed = getattr(grader, "seed", None)
+    return grader.unit.rubric.SEED if seed is None else seed
+
+
+def grading_settings(grader, seed=None, timing_mode=None):
+    """Everything besides the submission that can change its grade, as plain data (recorded in each results
+    file, so that a later run can say what changed): the unit; the seed of the hidden cases (``seed``, by default
+    the grader's: see _default_seed); the limits of each job; the sandbox tier; the timing tier's mode without a
+    GPU, the device and the clock it times with; the grader's code (grader_sources) and the versions of Python,
+    torch and numpy, whose arithmetic the comparisons and the timing rest on."""
+    from autograder.core import timing
+
+    unit = grader.unit
+    mode = timing_mode or getattr(grader, "timing_mode", None) or _limits.TIMING_WITHOUT_GPU
+    limits = getattr(grader, "limits", None)
+    kept = {} if limits is None else {key: value for key, value in dataclasses.asdict(limits).items()
+                                      if key != "sandboxed"}  # the tier: "sandbox" below says it in full
+    device, _ = timing.timing_device(mode)
+    clock = "wall"
+    if device == "cpu":
+        clock = timing.timing_clock(getattr(getattr(grader, "server", None), "tier", None))[0] or "none"
+    versions = {"python": platform.python_version()}
+    for library in ("torch", "numpy"):
+        module = sys.modules.get(library)
+        versions[library] = str(getattr(module, "__version__", "")) if module else ""
+    return {
+        "unit": unit.name,
+        "seed": _default_seed(grader) if seed is None else seed,
+        "limits": kept,
+        "sandbox": str(getattr(grader, "tier", "")),
+        "timing": {"without_gpu": mode, "device": device or "none", "clock": clock},
+        "grader": {"code": grader_sources(unit), **versions},
+    }
+
+
+def grading_fingerprint(settings):
+    """A digest of ``settings`` (grading_settings) and of the results file's format."""
+    return hashlib.sha256(json.dumps([FORMAT, settings], sort_keys=True, default=str).encode()).hexdigest()
+
+
+# How a setting is named to the instructor: the command line's flag where it has one.
+_FLAGS = {"wall_seconds": "--timeout", "task_seconds": "--task-timeout", "memory_bytes": "--memory-gb",
+          "without_gpu": "--without-gpu", "seed": "--seed"}
+
+
+def _shown(key, value):
+    if key == "memory_bytes" and isinstance(value, (int, float)):
+        return f"{value / 1024**3:g}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def settings_changes(saved, current):
+    """What differs between two grading_settings, one phrase each ("limits: --timeout 60 -> 30"), for the
+    instructor. A results file of an earlier grader, without settings, is said to be one."""
+    if not isinstance(saved, dict):
+        return ["graded by an earlier version of the grader"]
+    changes = []
+    for part in ("unit", "seed", "sandbox"):
+        if saved.get(part) != current.get(part):
+            changes.append(f"{part} {_shown(part, saved.get(part))} -> {_shown(part, current.get(part))}")
+    for part, word in (("limits", "limits"), ("timing", "timing tier")):
+        before, after = saved.get(part) or {}, current.get(part) or {}
+        if not isinstance(before, dict):
+            before = {}
+        moved = [f"{_FLAGS.get(key, key)} {_shown(key, before.get(key))} -> {_shown(key, after.get(key))}"
+                 for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+        if moved:
+            changes.append(f"{word}: {', '.join(moved)}")
+    before, after = saved.get("grader") or {}, current.get("grader") or {}
+    if not isinstance(before, dict):
+        before = {}
+    if before.get("code") != after.get("code"):
+        changes.append("the grader's code or the unit's rubric, cases or reference changed")
+    changes += [f"{library} {before.get(library) or '?'} -> {after.get(library) or '?'}"
+                for library in ("python", "torch", "numpy") if before.get(library) != after.get(library)]
+    return changes or ["its settings could not be compared"]
+
+
+def result_to_json(result, submission_digest, settings):
+    """The per-student file: Gradescope's schema, plus what is needed to read the Result back and what it was
+    graded with (``settings``: grading_settings)."""
     data = result.to_gradescope()
     data["autograder"] = {
         "format": FORMAT, "name": result.name, "path": result.path, "notes": result.notes,
         "sandbox": result.sandbox, "grader_fault": result.grader_fault, "seed": result.seed,
         "incidents": [incident for incident, _ in result.incidents],  # the ids; the tracebacks are in FAULT_LOG
         "cases_from": result.cases_from, "unit": result.unit,
-        "submission": submission_digest, "grading": grading_digest,
+        "submission": submission_digest, "grading": grading_fingerprint(settings), "settings": settings,
         "tests": [{"id": t.id, "task": t.task, "score": t.score, "max_score": t.max_score, "output": t.output}
                   for t in result.tests],
     }
-    return json.dumps(data, indent=2)
+    return json.dumps(data, indent=2, default=str)
 
 
-def result_from_json(unit, text, submission_digest, grading_digest):
-    """The Result saved in ``text``, or None if it is unreadable or was graded from something else."""
+# Why a saved result is not kept (see saved_result): the submission changed, it was a grader fault, it was graded
+# under other settings (with what changed), or the file cannot be read as a result of this grader.
+CHANGED, FAULT, OTHER_SETTINGS, UNREADABLE = "changed", "fault", "settings", "unreadable"
+
+
+def saved_result(unit, text, submission_digest, settings):
+    """(the Result saved in ``text``, None) where it was graded from this submission under these settings;
+    else (None, (why, [what changed])), why being one of CHANGED, FAULT, OTHER_SETTINGS, UNREADABLE."""
     from autograder.core.grade import Result, TestResult
 
     try:
         saved = json.loads(text)["autograder"]
-        if (saved["format"], saved["submission"], saved["grading"]) != (FORMAT, submission_digest, grading_digest):
-            return None
+        if saved["submission"] != submission_digest:
+            return None, (CHANGED, [])
+        if saved.get("format") != FORMAT or saved["grading"] != grading_fingerprint(settings):
+            return None, (OTHER_SETTINGS, settings_changes(saved.get("settings"), settings))
         if saved.get("grader_fault"):  # not graded through the grader's fault: grade it again
-            return None
+            return None, (FAULT, [])
         tests = [TestResult(t["id"], t["task"], float(t["score"]), float(t["max_score"]), t["output"])
                  for t in saved["tests"]]
         if [t.id for t in tests] != [t.id for t in unit.rubric.TESTS] or saved.get("unit") != unit.name:
-            return None
+            return None, (UNREADABLE, [])
         result = Result(saved["name"], saved["path"], tests, list(saved["notes"]), str(saved.get("sandbox", "")),
                         unit=unit.name)
         seed = saved.get("seed")
         result.seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
         result.cases_from = str(saved.get("cases_from") or "")
         result.cases_for_student = seeds.for_student(unit, result.seed)
-        return result
-    except (ValueError, KeyError, TypeError):
-        return None
+        return result, None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None, (UNREADABLE, [])
+
+
+def result_from_json(unit, text, submission_digest, settings):
+    """The Result saved in ``text``, or None if it is unreadable or was graded from something else."""
+    return saved_result(unit, text, submission_digest, settings)[0]
+
+
+def regrade_notes(reasons, out_dir):
+    """The lines that tell the instructor which saved results a run grades again, and why: ``reasons`` holds a
+    (why, [what changed]) of saved_result per saved result not kept."""
+    out_dir = inert_line(str(out_dir))
+    lines, count = [], {}
+    for why, _ in reasons:
+        count[why] = count.get(why, 0) + 1
+    if count.get(OTHER_SETTINGS):
+        changes = {}
+        for why, what in reasons:
+            if why == OTHER_SETTINGS:
+                for change in what:
+                    changes[change] = changes.get(change, 0) + 1
+        total = count[OTHER_SETTINGS]
+        said = "; ".join(change + ("" if times == total else f" (for {times})") for change, times in changes.items())
+        lines.append(f"{total} result{'s were' if total != 1 else ' was'} graded under other settings ({said}): "
+                     "graded again.")
+    if count.get(CHANGED):
+        lines.append(f"{count[CHANGED]} submission{'s' if count[CHANGED] != 1 else ''} changed since "
+                     f"{'they were' if count[CHANGED] != 1 else 'it was'} graded: graded again.")
+    if count.get(FAULT):
+        lines.append(f"{count[FAULT]} result{'s were' if count[FAULT] != 1 else ' was'} a grader fault: graded again.")
+    if count.get(UNREADABLE):
+        lines.append(f"{count[UNREADABLE]} results file{'s' if count[UNREADABLE] != 1 else ''} in {out_dir} could "
+                     "not be read as a result of this unit: graded again.")
+    return lines
 
 
 class Progress:
@@ -170,9 +304,14 @@ class Progress:
             print(file=self.stream, flush=True)
 
 
-def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed=None,
-                timing_mode=_limits.TIMING_WITHOUT_GPU):
-    """Grade ``paths`` into ``out_dir`` (see the module's docstring); returns (results, how many were resumed)."""
+def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed=None, timing_mode=None,
+                say=None):
+    """Grade ``paths`` into ``out_dir`` (see the module's docstring); returns (results, how many were resumed).
+
+    ``seed`` and ``timing_mode`` are recorded in the settings (by default the grader's: see grading_settings);
+    ``say(line)`` tells the instructor which saved results are graded again and why (by default on stderr).
+    """
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob(".*.tmp"):  # left by a run that was killed while writing
@@ -182,32 +321,42 @@ def grade_class(grader, paths, out_dir, jobs=1, force=False, progress=None, seed
     taken = set()
     files = [out / file_name(name, taken) for name in names]
     unit = grader.unit
-    grading = grading_fingerprint(unit, unit.rubric.SEED if seed is None else seed, timing_mode)
+    settings = grading_settings(grader, seed, timing_mode)
     digests = [submission_fingerprint(path) for path in paths]
-    results, todo = [None] * len(paths), []
-    for index, (path, name) in enumerate(zip(paths, names)):
+    results, todo, reasons = [None] * len(paths), [], []
+    for index, name in enumerate(names):
         saved = files[index]
-        earlier = None if force or not saved.is_file() else result_from_json(
-            unit, saved.read_text(encoding="utf-8", errors="replace"), digests[index], grading)
+        earlier, why = None, None
+        if not force and saved.is_file():
+            earlier, why = saved_result(unit, saved.read_text(encoding="utf-8", errors="replace"), digests[index],
+                                        settings)
         if earlier is not None:
             earlier.name, results[index] = name, earlier
-            if progress:
-                progress.step(name, earlier.score, earlier.max_score, resumed=True)
         else:
             todo.append(index)
+            if why is not None:
+                reasons.append(why)
+    for line in regrade_notes(reasons, out):
+        say(line)
+    if progress:
+        for result in results:
+            if result is not None:
+                progress.step(result.name, result.score, result.max_score, resumed=True)
 
     def finished(index, result):
         result.name = names[index]
         if result.incidents:
             log_incidents(out, result)
         try:
-            write_atomically(files[index], result_to_json(result, digests[index], grading))
+            write_atomically(files[index], result_to_json(result, digests[index], settings))
         except (OSError, ValueError) as error:  # the disk, not the student: the row stays in memory and the CSV
             result.notes.append(f"Its results file could not be written ({error}).")
         results[index] = result
         if progress:
             progress.step(result.name, result.score, result.max_score)
 
+    # What finished() and the class's files need, imported before the grading threads start (see threads.py)
+    threads.import_ahead(modules=[sys.modules[__name__]], notebooks=threads.may_hold_notebooks(paths))
     grader.grade_many([paths[index] for index in todo], jobs=jobs,
                       on_result=lambda position, result: finished(todo[position], result))
     if progress:

@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -52,13 +51,6 @@ def _add_grading_options(parser, unit_help):
     parser.add_argument("--without-gpu", choices=("cpu", "give", "withhold"), default=limits.TIMING_WITHOUT_GPU,
                         help="the timing tier on a machine with no GPU: time it on the CPU, or skip it and give "
                              f"or withhold its points (default {limits.TIMING_WITHOUT_GPU})")
-
-
-def _import_quietly(name):
-    try:
-        importlib.import_module(name)
-    except Exception:  # noqa: BLE001  (the summary says so itself where the picture cannot be drawn)
-        pass
 
 
 class UnitUnknown(Exception):
@@ -112,8 +104,8 @@ def _grade(paths, args, show_feedback, sandbox, unit, skipped=()):
     # An entry that says another unit scores nothing, and its row says what it was graded as (core/recognize.py).
     grader.graded_as = f"the class is graded as {unit.name}" if len(paths) > 1 else f"it is graded as {unit.name}"
     progress = Progress(len(paths)) if len(paths) > 1 and not args.json else None
-    if out:  # the summary's picture needs matplotlib: imported meanwhile, while the jobs do the work
-        threading.Thread(target=_import_quietly, args=("matplotlib.figure",), daemon=True).start()
+    # (The summary's picture needs matplotlib: grade_class imports it before the grading threads start, never
+    # beside them; see autograder/core/threads.py.)
     try:
         if out:
             drawn = f"per-student {seeds.secret_fingerprint(secret)}" if secret else grader.seed

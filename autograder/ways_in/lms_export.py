@@ -35,8 +35,12 @@ apostrophe, which spreadsheets show as text instead of running the cell as a for
 injection). Grade cells are numbers written by this module, so they never need it.
 
 Every export returns ``(text, problems)``: the CSV text, and a line for each thing the instructor should know
-(a student in grades.csv but not in the roster, a roster student with no grade, a cell written with an apostrophe).
-What would make the file wrong raises ``ExportProblem``, whose message says what to fix. The module uses the
+(a student in grades.csv but not in the roster, a roster student with no grade, a cell written with an apostrophe,
+a submission name that grades.csv or the roster holds twice). A name twice costs only its own rows: which grade is
+whose cannot be told, so those students' grades are left empty and said, and every other student is exported.
+Names are compared as readers see them (``autograder.intake.inert.as_readers_see``: a spreadsheet's apostrophe,
+Unicode's normalisation and case aside), the rule the grader names grades.csv's rows apart by. What would make the
+whole file wrong raises ``ExportProblem``, whose message says what to fix. Besides that rule, the module uses the
 standard library only.
 """
 
@@ -46,6 +50,8 @@ import io
 import os
 import re
 import sys
+
+from autograder.intake.inert import as_readers_see
 
 SUBMISSION = "submission"
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -166,68 +172,104 @@ def _points(value, column, submission):
 
 
 def _read_totals(grades_rows):
-    """{submission: total} in grades.csv's order, and the max score shared by every row."""
-    totals, maxima = {}, {}
+    """({submission: total} in grades.csv's order, the max score shared by every row, problems, the names twice).
+
+    Rows whose names are one name to a reader (as_readers_see: the same but for a spreadsheet's apostrophe,
+    Unicode's normalisation or case, as ``'=SUM(1)`` twice in a grades.csv of an earlier grader) are left out,
+    each such name said in ``problems``: which of them is whose cannot be told, so none of their grades is
+    exported. The names twice are returned as readers see them.
+    """
+    rows_of, maxima = {}, {}
     for row in grades_rows:
         missing = [column for column in GRADES_COLUMNS if column not in row]
         if missing:
             raise ExportProblem(f"grades.csv has no column {', '.join(repr(c) for c in missing)}: give the file "
                                 "that `python -m autograder grade ... --out` writes")
         name = _cell(row, SUBMISSION)
-        if name in totals:
-            raise ExportProblem(f"grades.csv has two rows for submission {name!r}: keep one")
-        totals[name] = _points(row["total"], "total", name)
+        total = _points(row["total"], "total", name)
         maxima.setdefault(format_points(_points(row["max_score"], "max_score", name)), name)
-    if not totals:
+        rows_of.setdefault(as_readers_see(name), []).append((name, total))
+    if not rows_of:
         raise ExportProblem("grades.csv holds no student rows: there is nothing to export")
     if len(maxima) > 1:
         raise ExportProblem("grades.csv holds more than one max_score ("
                             + ", ".join(f"{points} for {name!r}" for points, name in maxima.items())
                             + "): export the grades of one assignment at a time")
-    return totals, float(next(iter(maxima)))
+    totals, problems, twice = {}, [], set()
+    for view, same in rows_of.items():
+        if len(same) == 1:
+            totals[same[0][0]] = same[0][1]
+            continue
+        twice.add(view)
+        problems.append(f"grades.csv has {len(same)} rows for one submission name ("
+                        f"{' and '.join(repr(name) for name, _ in same)}, one name to a spreadsheet or an LMS): "
+                        "none of them is exported. Grade the class again with this kit, which names every row "
+                        "apart, or enter these grades by hand")
+    return totals, float(next(iter(maxima))), problems, twice
 
 
 def _match(grades_rows, roster_rows, identity_columns, who):
     """Pair each roster row with its total (None where grades.csv has none), and list the students unmatched.
+
+    A submission name that grades.csv or the roster holds twice (as readers see names: as_readers_see) gets
+    no grade, and the problems say so; every other student is exported.
 
     Args:
         who: a function of a roster row that names the student in a message.
     Returns:
         (pairs, max_score, problems): pairs is [(roster row, total or None)] in roster order.
     """
-    totals, max_score = _read_totals(grades_rows)
+    totals, max_score, problems, twice_graded = _read_totals(grades_rows)
     roster_rows = list(roster_rows)
     if not roster_rows:
         raise ExportProblem("the roster holds no students: give a row per student, with their submission name")
-    seen, problems, pairs = {}, [], []
+    rows_of = {}
     for row in roster_rows:
         missing = [column for column in (SUBMISSION,) + tuple(identity_columns) if column not in row]
         if missing:
             raise ExportProblem(f"the roster has no column {', '.join(repr(c) for c in missing)}; the header must "
                                 "name it exactly")
         name = _cell(row, SUBMISSION)
-        if name.strip() and name in seen:
-            raise ExportProblem(f"the roster has two rows for submission {name!r} ({who(seen[name])} and "
-                                f"{who(row)}): a submission is one student's, so keep one row")
         if name.strip():
-            seen[name] = row
+            rows_of.setdefault(as_readers_see(name), []).append(row)
+    twice_listed = set()
+    for view, same in rows_of.items():
+        if len(same) > 1:
+            twice_listed.add(view)
+            problems.append(f"the roster gives {' and '.join(who(row) for row in same)} one submission name ("
+                            f"{' and '.join(repr(_cell(row, SUBMISSION)) for row in same)}, one name to a "
+                            "spreadsheet or an LMS): none of them gets a grade. A submission is one student's: "
+                            "keep one row, or enter these grades by hand")
+    pairs = []
     for row in roster_rows:
         name = _cell(row, SUBMISSION)
+        view = as_readers_see(name)
         if not name.strip():
             problems.append(f"{who(row)} has no submission name in the roster: the grade is left empty")
+            pairs.append((row, None))
+        elif view in twice_listed:
+            pairs.append((row, None))
+        elif view in twice_graded:
+            problems.append(f"{who(row)}, submission {name!r}: the grade is left empty, since grades.csv has more "
+                            "than one row for this name")
             pairs.append((row, None))
         elif name in totals:
             pairs.append((row, totals[name]))
         else:
             problems.append(f"{who(row)}, submission {name!r}, has no row in grades.csv: the grade is left empty")
             pairs.append((row, None))
+    listed = {_cell(row, SUBMISSION) for row in roster_rows}
     for name, total in totals.items():
-        if name in seen:
+        if name in listed or as_readers_see(name) in twice_listed:
             continue
         hint = ""
-        if name.startswith("'") and name[1:] in seen:
-            hint = (f"; the roster has {name[1:]!r}: grades.csv writes a name that looks like a formula with a "
-                    "leading apostrophe, so write the roster's submission as grades.csv does")
+        spelled = [row for row in rows_of.get(as_readers_see(name), [])]
+        if spelled:
+            spelled = _cell(spelled[0], SUBMISSION)
+            hint = f"; the roster has {spelled!r}: write the roster's submission as grades.csv does"
+            if name.startswith("'") and name[1:] == spelled:
+                hint = (f"; the roster has {spelled!r}: grades.csv writes a name that looks like a formula with a "
+                        "leading apostrophe, so write the roster's submission as grades.csv does")
         problems.append(f"submission {name!r} (total {format_points(total)}) is in grades.csv but not in the roster, "
                         f"so it is not exported: add a roster row for it, or enter the grade by hand{hint}")
     return pairs, max_score, problems
@@ -266,8 +308,8 @@ def canvas_csv(grades_rows, roster_rows, assignment_name, assignment_id=None):
         (text, problems): the CSV text (header; ``Points Possible`` row with the max score; a row per roster student in
         roster order, the total with at most 2 decimals, empty where grades.csv has none) and a list of lines.
     Raises:
-        ExportProblem: a duplicate submission or Canvas ID in the roster, an ID that is not digits, a total that is
-        not a number, an assignment name Canvas would misread, a student name Canvas would take for its points row.
+        ExportProblem: a Canvas ID twice in the roster, an ID that is not digits, a total that is not a number,
+        an assignment name Canvas would misread, a student name Canvas would take for its points row.
 
     Example: ``canvas_csv(rows, roster, "Positional encodings", 1234)`` writes the header
     ``Student,ID,SIS User ID,SIS Login ID,Section,Positional encodings (1234)``.
@@ -338,8 +380,8 @@ def moodle_csv(grades_rows, roster_rows, identifier_column=MOODLE_IDENTIFIER, gr
         roster order: the total with at most 2 decimals and a '.' point, ``-`` (Moodle's "no grade") where grades.csv
         has none) and a list of lines.
     Raises:
-        ExportProblem: a duplicate submission or identifier in the roster, an empty identifier, an identifier a
-        spreadsheet would run as a formula, a total that is not a number.
+        ExportProblem: an identifier twice in the roster, an empty identifier, an identifier a spreadsheet would
+        run as a formula, a total that is not a number.
 
     Example: ``moodle_csv(rows, roster, grade_column="Positional encodings")`` writes the header
     ``Email address,Positional encodings``.
