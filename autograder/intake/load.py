@@ -2,7 +2,9 @@
 
 A ``.py`` file is one chunk. A notebook is one chunk per code cell, run in
 order by the worker, each on its own so that an error in one cell does not hide
-the functions defined in the others. IPython-only lines (``%magic``,
+the functions defined in the others. A ``.py`` file that does not compile is
+cut the same way, into runs of its top-level statements (``python_chunks``):
+the statement with the syntax error is a chunk of its own, and the rest runs. IPython-only lines (``%magic``,
 ``!shell``, ``x = !cmd``, ``name?``) become ``pass`` so that line numbers in
 messages still match the notebook; cells run by a cell magic other than
 ``%%time``/``%%capture`` are skipped, and so are nbgrader's test cells and
@@ -32,6 +34,8 @@ import os
 import re
 import stat
 import tokenize
+import warnings
+from bisect import bisect_right
 from dataclasses import dataclass
 from hashlib import sha256
 from itertools import accumulate
@@ -704,7 +708,71 @@ def _notebook_chunks(data, name):
 def _chunks(data, name):
     if name.endswith(".ipynb"):
         return _notebook_chunks(data, name)
-    return [{"label": shown_name(name), "source": _python_text(data, shown_name(name))}], []
+    return python_chunks(_python_text(data, shown_name(name)), shown_name(name)), []
+
+
+# A .py file that does not compile. Python refuses the whole file; the grader runs what it can, as it does for a
+# notebook's cells: the file is cut at its top-level statements (a def with its decorators, a class, an import),
+# and each run of them that compiles is a chunk, the statement where compile() finds an error a chunk of its own.
+# Each chunk keeps the file's name and its line numbers (blank lines before it), so messages point into the file.
+# compile() runs nothing: it only reads the text. A file that compiles is one chunk, as it always was.
+SPLIT_BYTES = 256 * 1024  # a larger file that does not compile stays one chunk (a student's file is about 20 KB)
+SPLIT_LINES = 20_000
+SPLIT_ERRORS = 16  # at most this many statements are set apart; what is left after stays one chunk
+_SYNTAX_CHECK = "<the grader's syntax check of a .py file>"
+# compile() warns of dubious code ("is" with a literal); its warnings are the job's to show, not the grader's
+warnings.filterwarnings("ignore", module=re.escape(_SYNTAX_CHECK) + r"\Z")
+_GOES_ON = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")  # a line at column 0 that ends no statement
+
+
+def _compile_error(text):
+    """The SyntaxError of ``text`` (its lines counted from 1), or None where it compiles."""
+    try:
+        compile(text, _SYNTAX_CHECK, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return error
+    return None
+
+
+def _statement_starts(lines):
+    """The indexes of the lines where a top-level statement may start: at column 0, not a comment, not the
+    ``else``/``except``/closing bracket that goes on with the one before, not the def under a decorator."""
+    starts, decorated = [0], False
+    for number, line in enumerate(lines):
+        if not line.strip() or line[0] in " \t\f#":
+            continue
+        if number and not decorated and not _GOES_ON.match(line):
+            starts.append(number)
+        decorated = line.startswith("@")
+    return starts
+
+
+def python_chunks(text, label):
+    """The chunks of a .py file's ``text`` (see above): [{"label", "source"}], in the file's order."""
+    whole = [{"label": label, "source": text}]
+    lines = text.split("\n")  # as compile() counts them (newlines are "\n" already)
+    if len(text) > SPLIT_BYTES or len(lines) > SPLIT_LINES:
+        return whole
+    try:
+        if _compile_error(text) is None:
+            return whole
+        ends = _statement_starts(lines) + [len(lines)]
+        runs, cut, todo = [], 0, [(0, len(ends) - 1)]  # runs of statements [first, last), by index into ends
+        while todo:
+            first, last = todo.pop()
+            error = _compile_error("\n".join(lines[ends[first]:ends[last]]))
+            if error is None or last - first == 1 or cut >= SPLIT_ERRORS or not error.lineno:
+                runs.append((first, last))
+                continue
+            # The statement where the error is (its first line, for a bracket or string never closed), alone;
+            # the statements before and after it, each run checked again.
+            at = min(max(bisect_right(ends, ends[first] + error.lineno - 1) - 1, first), last - 1)
+            cut += 1
+            todo += [run for run in ((at + 1, last), (at, at + 1), (first, at)) if run[0] < run[1]]
+    except (ValueError, RecursionError, MemoryError, OverflowError):  # too deep or too large to read: as it was
+        return whole
+    return [{"label": label, "source": "\n" * ends[first] + "\n".join(lines[ends[first]:ends[last]])}
+            for first, last in sorted(runs)]
 
 
 def submission_name(path):
