@@ -117,3 +117,34 @@ def test_the_grader_shows_none_of_compile_s_warnings():
               "loops_in([(chunk['label'], chunk['source']) for chunk in chunks], ['f'])\n")
     done = subprocess.run([sys.executable, "-W", "default", "-c", script], capture_output=True, text=True)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+# What the loop check reads is what runs: a definition that parses but does not compile runs nowhere, so the check
+# must not read it in place of an earlier one that runs (before, a decoy cell after a looping alibi_bias hid its loop).
+DECOY_BODIES = ["    nonlocal scale\n    return slopes\n", "    break\n", "    return slopes\n    yield from ()\n    await x\n",
+                "    continue\n"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(DECOY_BODIES), st.sampled_from(["cells", "py"]))
+def test_the_loop_check_reads_no_definition_that_does_not_compile(body, form):
+    from autograder.core import units
+    from autograder.core.timing import static_check
+
+    unit = units.get("rotary_alibi")
+    path = next(path for path in unit.rubric.TIMED_PATHS if "alibi_bias" in path.functions)
+    looping = ("import torch\n\n\ndef alibi_bias(length_q, length_k, slopes):\n"
+               "    rows = [slopes[:, None] * (torch.arange(length_k) - i) for i in range(length_q)]\n"
+               "    return torch.stack(rows, dim=1)[None]\n")
+    decoy = f"def alibi_bias(length_q, length_k, slopes):\n{body}"
+    try:
+        compile(decoy, "decoy", "exec")
+        raise AssertionError("the decoy compiles")
+    except SyntaxError:
+        pass
+    if form == "cells":
+        chunks = [{"label": "cell 1", "source": looping}, {"label": "cell 2", "source": decoy}]
+    else:
+        chunks = python_chunks(looping + "\n\n" + decoy, "rotary_alibi.py")
+    found = static_check(chunks, path, unit)
+    assert any(kind == "loop" and "range(length_q)" in text for kind, text in found), found

@@ -793,7 +793,9 @@ class _Program:
                     tree = ast.parse(text)
                     # Code that parses but does not compile (a nonlocal with no binding, a return outside a
                     # function) does not run either: read, it could stand in for a definition that runs.
-                    compile(tree, _COMPILE_CHECK, "exec", dont_inherit=True)
+                    # (A kernel's cells may await at their top level: IPython runs them so.)
+                    compile(tree, _COMPILE_CHECK, "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if course else 0,
+                            dont_inherit=True)
             except SyntaxError:
                 continue  # the grader reports code that does not compile elsewhere; none of it runs
             self._statements(tree.body, label, text.splitlines(), None, False, [True])
