@@ -357,30 +357,13 @@ def run_probe(namespace, probe, chunks, unit=None):
     substitutes = [substitutes] if isinstance(substitutes, dict) else substitutes  # one, or several at once
     # The stand-in goes in whatever the helper's name holds, or if it holds nothing: a helper whose cell did not
     # compile, raised before it was defined, or never defined it costs its own task only, as a stub does
-    # (DESIGN.md, invariant 10). What the name held is put back after the call; a name that held nothing is
-    # taken away again.
-    swapped = {}
+    # (DESIGN.md, invariant 10). What the name held is put back after the call (``swapped_in``).
+    swaps = {}
     for substitute in substitutes:
         stand_in, key = unit.STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
-        swapped.setdefault(substitute["name"], namespace.get(substitute["name"], _ABSENT))
-        namespace[substitute["name"]] = (lambda stand_in, key: lambda *args, **kwargs:
-                                         stand_in(*args, **kwargs, key=key))(stand_in, key)
-    try:
-        return _call(namespace, probe, chunks, unit)
-    finally:
-        _put_back(namespace, swapped)
-
-
-_ABSENT = object()  # what a name a submission never bound held, while a stand-in holds it
-
-
-def _put_back(namespace, held):
-    """Undo a swap: each name of ``held`` bound again to what it held, or unbound where it held nothing."""
-    for name, value in held.items():
-        if value is _ABSENT:
-            namespace.pop(name, None)
-        else:
-            namespace[name] = value
+        swaps[substitute["name"]] = (lambda stand_in, key: lambda *args, **kwargs:
+                                     stand_in(*args, **kwargs, key=key))(stand_in, key)
+    return _SANDBOX["swapped_in"](namespace, swaps, lambda: _call(namespace, probe, chunks, unit))
 
 
 def _unit_code(submission):
