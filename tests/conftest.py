@@ -26,7 +26,7 @@ NOTEBOOK = notebook_name(UNIT)
 # The files whose module fixtures take minutes (nbgrader's course runs, the platforms' containers), started first:
 # pytest's two workers (pyproject's -n 2, a file each at a time) then share out the short files and end together.
 SLOWEST_FIRST = ("test_platform_containers.py", "test_nbgrader_course.py", "test_nbgrader_second_unit.py", "test_scaffold.py",
-                 "test_docker_kit.py")
+                 "test_docker_kit.py", "test_nbgrader_slips.py")
 
 
 def pytest_configure(config):

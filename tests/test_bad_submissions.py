@@ -9,9 +9,10 @@ REPLACE_SINUSOIDAL = "\n\ndef sinusoidal_table(num_positions, d_model, base=1000
 
 CASES = {
     # name: (how the file is made from the reference, what must be said, tasks that must keep full marks)
+    # The rest of a .py file that does not compile still runs: the error costs the statement it is in.
     "syntax_error": (lambda ref: ref.replace("def biased_scores(q, k, bias, *, scale=None):",
                                              "def biased_scores(q, k, bias, *, scale=None)"),
-                     "SyntaxError", ()),
+                     "SyntaxError", tuple(task for task in rubric.TASK_NAMES if task != "biased_scores")),
     "missing_function": (lambda ref: ref.replace("def t5_bias(", "def t5_bias_renamed("),
                          "t5_bias is not defined", ("sinusoidal", "shaw", "t5_bucket", "biased_scores")),
     "returns_a_list": (lambda ref: ref + REPLACE_SINUSOIDAL.format(body="    return [[0.0] * d_model] * num_positions"),
@@ -69,10 +70,12 @@ def test_bad_submission_gets_a_row_with_a_clear_message(bad_results, name):
         assert scores[task] == rubric.task_points(task), (task, [t.output for t in result.tests if t.task == task])
 
 
-def test_a_syntax_error_costs_every_task_and_names_the_line(bad_results):
+def test_a_syntax_error_costs_the_function_it_is_in_and_names_the_line(bad_results):
     result = bad_results["syntax_error"]
-    assert result.score == 0
-    assert "line" in "\n".join(result.notes)
+    scores = task_scores(result)
+    assert scores["biased_scores"] == 0
+    notes = "\n".join(result.notes)
+    assert "SyntaxError" in notes and "def biased_scores(q, k, bias, *, scale=None)" in notes, notes
 
 
 def test_exit_at_import_keeps_what_was_defined_before_it(bad_results):

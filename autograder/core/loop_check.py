@@ -32,8 +32,10 @@ sources, and the modules they use (``_COURSE_MODULES``: matplotlib, the kit's ch
 import ast
 import builtins
 import functools
+import re
 import sys
 import threading
+import warnings
 
 
 def loops_in(sources, names):
@@ -434,6 +436,9 @@ _REFUSED_MODULE_NAMES = {"__getattr__", "__builtins__", "__dict__", "__class__"}
 # SystemError("AST constructor recursion depth mismatch"), a CPython bug (gh-106905 and its kin). The grader
 # grades several submissions at once in threads: one parse at a time.
 _PARSING = threading.Lock()
+_COMPILE_CHECK = "<the loop check's compile of a submission>"
+# compile() warns of dubious code ("is" with a literal): the job shows its own warnings, the check none
+warnings.filterwarnings("ignore", module=re.escape(_COMPILE_CHECK) + r"\Z")
 
 
 def refuse_imports_of(module_names):
@@ -786,8 +791,13 @@ class _Program:
             try:
                 with _PARSING:
                     tree = ast.parse(text)
+                    # Code that parses but does not compile (a nonlocal with no binding, a return outside a
+                    # function) does not run either: read, it could stand in for a definition that runs.
+                    # (A kernel's cells may await at their top level: IPython runs them so.)
+                    compile(tree, _COMPILE_CHECK, "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if course else 0,
+                            dont_inherit=True)
             except SyntaxError:
-                continue  # the grader reports code that does not parse elsewhere; none of it runs
+                continue  # the grader reports code that does not compile elsewhere; none of it runs
             self._statements(tree.body, label, text.splitlines(), None, False, [True])
         self._scan()
 

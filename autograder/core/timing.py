@@ -706,6 +706,21 @@ def static_check(chunks, path, unit):
     return found
 
 
+def helper_stand_ins(rubric, path, passed):
+    """({helper: its stand-in}, the lines that say so) for the helpers of ``path`` whose value tests are not all in
+    ``passed``: a helper that is wrong, left blank or cannot be used at all (its code did not compile, or raised
+    before it was defined) has cost its own task's points already; the path is timed with the stand-in in its place,
+    in both jobs (worker.path_with_stand_ins)."""
+    stand_ins, lines = {}, []
+    for task, helper, stand_in in path.helpers:
+        wrong = [t.id for t in value_tests(rubric, (task,)) if t.id not in passed]
+        if wrong:
+            stand_ins[helper] = stand_in
+            lines.append(f"Timed with the grader's stand-in for {helper} in its place: {', '.join(wrong)} "
+                         "did not pass, and costs its own points only. The rest of the path is yours.")
+    return stand_ins, lines
+
+
 def value_tests(rubric, tasks):
     """The tests of ``tasks`` that check what their functions compute: a path is timed once these pass. A test of
     what a function refuses (one that ``needs`` another) says nothing of the timed call: a missing ValueError is
@@ -816,13 +831,8 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
             continue
         lines = [f"Static check: Python loops in the score path ({'; '.join(loops)}); what they run over is "
                  "counted below." if loops else f"Static check: no Python loop in {', '.join(path.functions)}."]
-        stand_ins = {}
-        for task, helper, stand_in in path.helpers:
-            wrong = [t.id for t in value_tests(rubric, (task,)) if t.id not in passed]
-            if wrong:  # its own task has its points already; the path is timed without it
-                stand_ins[helper] = stand_in
-                lines.append(f"Timed with the grader's stand-in for {helper} in its place: {', '.join(wrong)} "
-                             "did not pass, and costs its own points only. The rest of the path is yours.")
+        stand_ins, said = helper_stand_ins(rubric, path, passed)
+        lines += said
         if skipped:
             given = mode == "give"
             lines.insert(0, f"Not timed: {skipped}; the rubric says {mode!r} there, so its points are "

@@ -65,8 +65,10 @@ def pytest_configure(config):
     module = types.ModuleType(MODULE)
     module.__file__ = str(path)
     errors, labels = [], set()
+    shown = {}  # the pieces of a .py file that does not compile share its name, each at its own lines
     for chunk in submission.chunks:
-        show_in_tracebacks(chunk["label"], chunk["source"])
+        shown[chunk["label"]] = _merged(shown.get(chunk["label"], ""), chunk["source"])
+        show_in_tracebacks(chunk["label"], shown[chunk["label"]])
         labels.add(chunk["label"])
         try:
             exec(compile(chunk["source"], chunk["label"], "exec"), module.__dict__)
@@ -82,6 +84,13 @@ def show_in_tracebacks(label, source):
     A notebook's cell has no file to read them from (pytest printed ``???``), and a .py file's name, given without
     its folder, could be read from another folder."""
     linecache.cache[label] = (len(source), None, source.splitlines(keepends=True), label)  # None: never reread
+
+
+def _merged(text, piece):
+    """``text`` with the lines of ``piece`` where ``text`` has none: a file's pieces, back at their own lines."""
+    lines, more = text.split("\n"), piece.split("\n")
+    lines += [""] * (len(more) - len(lines))
+    return "\n".join(line if line.strip() else (more[at] if at < len(more) else line) for at, line in enumerate(lines))
 
 
 def _line_of(error, label):

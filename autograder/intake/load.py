@@ -2,7 +2,9 @@
 
 A ``.py`` file is one chunk. A notebook is one chunk per code cell, run in
 order by the worker, each on its own so that an error in one cell does not hide
-the functions defined in the others. IPython-only lines (``%magic``,
+the functions defined in the others. A ``.py`` file that does not compile is
+cut the same way, into runs of its top-level statements (``python_chunks``):
+the statement with the syntax error is a chunk of its own, and the rest runs. IPython-only lines (``%magic``,
 ``!shell``, ``x = !cmd``, ``name?``) become ``pass`` so that line numbers in
 messages still match the notebook; cells run by a cell magic other than
 ``%%time``/``%%capture`` are skipped, and so are nbgrader's test cells and
@@ -32,6 +34,8 @@ import os
 import re
 import stat
 import tokenize
+import warnings
+from bisect import bisect_right
 from dataclasses import dataclass
 from hashlib import sha256
 from itertools import accumulate
@@ -707,7 +711,119 @@ def _notebook_chunks(data, name):
 def _chunks(data, name):
     if name.endswith(".ipynb"):
         return _notebook_chunks(data, name)
-    return [{"label": shown_name(name), "source": _python_text(data, shown_name(name))}], []
+    return python_chunks(_python_text(data, shown_name(name)), shown_name(name)), []
+
+
+# A .py file that does not compile. Python refuses the whole file; the grader runs what it can, as it does for a
+# notebook's cells: the file is cut at its top-level statements (a def with its decorators, a class, an import),
+# and each run of them that compiles is a chunk, the statement where compile() finds an error a chunk of its own.
+# Each chunk keeps the file's name and its line numbers (blank lines before it), so messages point into the file.
+# compile() runs nothing: it only reads the text. A file that compiles is one chunk, as it always was.
+SPLIT_BYTES = 128 * 1024  # a larger file that does not compile stays one chunk (a student's file is about 20 KB)
+SPLIT_LINES = 20_000
+SPLIT_ERRORS = 16  # at most this many statements are set apart; what is left after stays one chunk
+SPLIT_STOPS, SPLIT_TRIES = 4, 4  # where the tokenizer stops: how often it starts again, how many lines it tries
+_SYNTAX_CHECK = "<the grader's syntax check of a .py file>"
+# compile() warns of dubious code ("is" with a literal); its warnings are the job's to show, not the grader's
+warnings.filterwarnings("ignore", module=re.escape(_SYNTAX_CHECK) + r"\Z")
+_GOES_ON = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")  # a line at column 0 that ends no statement
+
+
+def _compile_error(text):
+    """The SyntaxError of ``text`` (its lines counted from 1), or None where it compiles."""
+    try:
+        compile(text, _SYNTAX_CHECK, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return error
+    return None
+
+
+def _statement_starts(lines):
+    """The indexes of the lines where a top-level statement starts, decorators with their def: where Python's
+    tokenizer sees a logical line begin at indentation 0 (so not in a string or bracket), ``else``, ``except`` and
+    the like left out. Where the tokenizer stops (a string or bracket never closed, a bad dedent), what follows is
+    read again from a later line at column 0: the first of the next few from which it reads to the end."""
+    starts, offset, budget = {0}, 0, [SPLIT_TRIES * len(lines)]  # lines the tokenizer may read, tries and all
+
+    def reads_to_the_end(first):
+        budget[0] -= len(lines) - first
+        return budget[0] >= 0 and _tokenized_starts(lines[first:])[1] is None
+
+    for _ in range(SPLIT_STOPS):
+        found, stopped = _tokenized_starts(lines[offset:])
+        starts.update(offset + number for number in found)
+        if stopped is None:
+            break
+        candidates = [number for number in range(offset + max(stopped, 0) + 1, len(lines))
+                      if lines[number][:1] not in ("", " ", "\t", "\f", "#") and not _GOES_ON.match(lines[number])]
+        if not candidates:
+            break
+        offset = next((number for number in candidates[:SPLIT_TRIES] if reads_to_the_end(number)), candidates[0])
+        starts.add(offset)
+    return sorted(starts)
+
+
+def _tokenized_starts(lines):
+    """(starts, the index of the line where tokenizing stopped, or None where it reached the end)."""
+    starts, indent, first, decorated, bracket, opened = [], 0, True, False, 0, 0
+    text = "\n".join(lines)
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    try:
+        for token in tokens:
+            kind, line = token.type, token.start[0] - 1
+            if kind == tokenize.INDENT:
+                indent += 1
+            elif kind == tokenize.DEDENT:
+                indent -= 1
+            elif kind == tokenize.NEWLINE:
+                first = True
+            elif kind not in (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING, tokenize.ENDMARKER):
+                if token.string in ("(", "[", "{"):
+                    opened = line if bracket == 0 else opened
+                    bracket += 1
+                elif token.string in (")", "]", "}"):
+                    if bracket == 0:  # closes nothing: the tokenizer reads what follows as inside brackets
+                        return starts, line
+                    bracket -= 1
+                if first and indent == 0 and token.string not in ("else", "elif", "except", "finally"):
+                    if not decorated:
+                        starts.append(line)
+                    decorated = token.string == "@"
+                first = False
+    except (tokenize.TokenError, SyntaxError) as error:  # SyntaxError: IndentationError, and newer tokenizers
+        where = getattr(error, "lineno", None) or (error.args[1][0] if len(error.args) > 1 and isinstance(
+            error.args[1], tuple) else None)
+        stopped = opened if bracket else (where - 1 if isinstance(where, int) else len(lines))
+        return starts, min(stopped, len(lines))
+    return starts, None
+
+
+def python_chunks(text, label):
+    """The chunks of a .py file's ``text`` (see above): [{"label", "source"}], in the file's order."""
+    whole = [{"label": label, "source": text}]
+    lines = text.split("\n")  # as compile() counts them (newlines are "\n" already)
+    if len(text) > SPLIT_BYTES or len(lines) > SPLIT_LINES:
+        return whole
+    try:
+        if _compile_error(text) is None:
+            return whole
+        ends = _statement_starts(lines) + [len(lines)]
+        runs, cut, todo = [], 0, [(0, len(ends) - 1)]  # runs of statements [first, last), by index into ends
+        while todo:
+            first, last = todo.pop()
+            error = _compile_error("\n".join(lines[ends[first]:ends[last]]))
+            if error is None or last - first == 1 or cut >= SPLIT_ERRORS or not error.lineno:
+                runs.append((first, last))
+                continue
+            # The statement where the error is (its first line, for a bracket or string never closed), alone;
+            # the statements before and after it, each run checked again.
+            at = min(max(bisect_right(ends, ends[first] + error.lineno - 1) - 1, first), last - 1)
+            cut += 1
+            todo += [run for run in ((at + 1, last), (at, at + 1), (first, at)) if run[0] < run[1]]
+    except Exception:  # noqa: BLE001  (too deep or too odd to cut: graded whole, as it always was)
+        return whole
+    return [{"label": label, "source": "\n" * ends[first] + "\n".join(lines[ends[first]:ends[last]])}
+            for first, last in sorted(runs)]
 
 
 def submission_name(path):

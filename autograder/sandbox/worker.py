@@ -87,12 +87,36 @@ def _mmap_threshold(size):
 def _where(error, chunks):
     """The last line of the submission that the traceback passes through."""
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
-        for chunk in chunks:
-            if frame.filename == chunk["label"]:
-                lines = chunk["source"].splitlines()
-                line = lines[frame.lineno - 1].strip() if 0 < (frame.lineno or 0) <= len(lines) else ""
-                return f"{chunk['label']}, line {frame.lineno}: {line}"[:MAX_TEXT]
+        if any(frame.filename == chunk["label"] for chunk in chunks):
+            line = _line_of(chunks, frame.filename, frame.lineno)
+            return f"{frame.filename}, line {frame.lineno}: {line}"[:MAX_TEXT]
     return ""
+
+
+def _line_of(chunks, label, number):
+    """Line ``number`` of the chunk labelled ``label``, stripped. The pieces of a .py file that did not compile share
+    its name, each with the file's line numbers (blank lines before it): the line is in the piece where it is not
+    blank."""
+    for chunk in chunks:
+        if chunk["label"] == label:
+            lines = chunk["source"].splitlines()
+            line = lines[number - 1].strip() if 0 < (number or 0) <= len(lines) else ""
+            if line:
+                return line
+    return ""
+
+
+def _lines_by_label(chunks):
+    """{label: the lines of its chunks}: the lines of a .py file's pieces (see ``_line_of``) merged into the file's."""
+    found = {}
+    for chunk in chunks:
+        lines = chunk["source"].splitlines()
+        kept = found.setdefault(chunk["label"], [])
+        kept += [""] * (len(lines) - len(kept))
+        for number, line in enumerate(lines):
+            if line.strip() and not kept[number].strip():
+                kept[number] = line
+    return found
 
 
 def _type_name(kind):
@@ -331,17 +355,15 @@ def run_probe(namespace, probe, chunks, unit=None):
         return _run_module_probe(namespace, probe, chunks)
     substitutes = probe.get("substitute") or []
     substitutes = [substitutes] if isinstance(substitutes, dict) else substitutes  # one, or several at once
-    swapped = {}
+    # The stand-in goes in whatever the helper's name holds, or if it holds nothing: a helper whose cell did not
+    # compile, raised before it was defined, or never defined it costs its own task only, as a stub does
+    # (DESIGN.md, invariant 10). What the name held is put back after the call (``swapped_in``).
+    swaps = {}
     for substitute in substitutes:
-        if substitute["name"] in namespace:
-            stand_in, key = unit.STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
-            swapped[substitute["name"]] = namespace[substitute["name"]]
-            namespace[substitute["name"]] = (lambda stand_in, key: lambda *args, **kwargs:
-                                             stand_in(*args, **kwargs, key=key))(stand_in, key)
-    try:
-        return _call(namespace, probe, chunks, unit)
-    finally:
-        namespace.update(swapped)
+        stand_in, key = unit.STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
+        swaps[substitute["name"]] = (lambda stand_in, key: lambda *args, **kwargs:
+                                     stand_in(*args, **kwargs, key=key))(stand_in, key)
+    return _SANDBOX["swapped_in"](namespace, swaps, lambda: _call(namespace, probe, chunks, unit))
 
 
 def _unit_code(submission):
@@ -569,25 +591,40 @@ def pool_for(torch, spec, seed, size):
     return torch.randn(size, generator=generator).to(spec["device"])
 
 
-def path_with_stand_ins(path, namespace, swaps):
+def swapped_in(namespace, swaps, task):
+    """``task()`` with the stand-ins of ``swaps`` ({name: function}) in the namespace, whatever the names held
+    before (a helper whose cell failed holds nothing): what they held is put back after, a name that held nothing
+    taken away again."""
+    absent = object()
+    kept = {name: namespace.get(name, absent) for name in swaps}
+    namespace.update(swaps)
+    try:
+        return task()
+    finally:
+        for name, value in kept.items():
+            if value is absent:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+def path_with_stand_ins(unit, namespace, spec, swaps):
+    """The spec's score path as ``namespace`` wrote it, with the stand-ins of ``swaps`` in place: while the path is
+    made (a path that takes a helper from the namespace once takes the stand-in) and during every call (a function
+    of the student's that looks the helper up when it runs finds the stand-in)."""
     if not swaps:
-        return path
+        return unit.score_path(namespace, spec)
+    path = swapped_in(namespace, swaps, lambda: unit.score_path(namespace, spec))
 
     def with_stand_ins(*inputs):
-        kept = {name: namespace.get(name) for name in swaps}
-        namespace.update(swaps)
-        try:
-            return path(*inputs)
-        finally:
-            namespace.update(kept)
+        return swapped_in(namespace, swaps, lambda: path(*inputs))
 
     return with_stand_ins
 
 
 def setup(torch, unit, namespace, spec, pool_size):
-    path = unit.score_path(namespace, spec)
     swaps = {name: unit.STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
-    path = path_with_stand_ins(path, namespace, swaps)
+    path = path_with_stand_ins(unit, namespace, spec, swaps)
     pool = pool_for(torch, spec, spec["seed"], pool_size)
     dtype = getattr(torch, spec["dtype"])
     for number in range(spec["warmup"]):
@@ -881,7 +918,7 @@ def _timing_inputs(unit, spec, seed):
 def _score_path(namespace, spec, unit):
     """The spec's score path as ``namespace`` wrote it, with the stand-ins of ``spec["stand_ins"]`` in place."""
     swaps = {name: unit.STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
-    return _SANDBOX["path_with_stand_ins"](unit.score_path(namespace, spec), namespace, swaps)
+    return _SANDBOX["path_with_stand_ins"](unit, namespace, spec, swaps)
 
 
 def pack(value):
@@ -985,7 +1022,7 @@ def _serve_job(job_in, job_out):
     module.__dict__["__builtins__"] = builtins
     sys.modules[name] = module
     state = {"unit": unit, "namespace": module.__dict__, "keep": [],
-             "labels": {chunk["label"]: chunk["source"].splitlines() for chunk in chunks}}
+             "labels": _lines_by_label(chunks)}
     _GC_DISABLE()
     try:
         _step(_SANDBOX["load"], (chunks, module.__dict__), state["keep"], state["labels"])

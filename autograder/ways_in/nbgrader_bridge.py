@@ -117,13 +117,18 @@ def _time_in_kernel(unit, test, namespace):
 
     from autograder.core.loop_check import _sources_of, findings
     from autograder.core.grade import TestResult
-    from autograder.core.timing import fraction_for, share_words, value_tests, withheld_words
+    from autograder.core.timing import fraction_for, helper_stand_ins, share_words, value_tests, withheld_words
 
     rubric, reference = unit.rubric, unit.reference
     path = next(path for path in rubric.TIMED_PATHS if path.test == test.id)
     failing = [other.id for other in value_tests(rubric, path.requires) if not run_test(other.id, namespace).passed]
     if failing:
         return TestResult(test.id, test.task, 0, test.points, withheld_words(rubric, path, test, failing))
+    # A helper that is wrong, blank or missing is charged in its own task: the path runs with its stand-in, as the
+    # kit's timing tier runs it.
+    helpers = value_tests(rubric, tuple(task for task, _, _ in path.helpers))
+    passed = {other.id for other in helpers if run_test(other.id, namespace).passed}
+    stand_ins, _ = helper_stand_ins(rubric, path, passed)
     # The notebook's cells as they ran (IPython keeps them), so that helpers and bindings are followed too.
     sources = _sources_of(namespace[path.functions[0]]) if path.functions[0] in namespace else None
     found = findings(sources, list(path.functions)) if sources else [
@@ -133,13 +138,13 @@ def _time_in_kernel(unit, test, namespace):
         return TestResult(test.id, test.task, 0, test.points,
                           f"No points: the static check cannot read how the score path is made ({refused[0]}).")
     if found:  # loops: what they run over is counted, as the kit's own timing tier does
-        grew = _loops_over_positions(unit, path, namespace)
+        grew = _loops_over_positions(unit, path, namespace, stand_ins)
         if grew:
             return TestResult(test.id, test.task, 0, test.points,
                               f"No points: a Python loop over positions ({found[0][1]}). {grew}")
     sizes = rubric.TIMING_SIZES["cpu"]
     spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
-            **{key: sizes[key] for key in ("batch", "heads", "length", "head_dim")}}
+            **{key: sizes[key] for key in ("batch", "heads", "length", "head_dim")}, "stand_ins": stand_ins}
     job = _job_code(unit)
     inputs = worker._timing_inputs(job, spec, rubric.SEED)
     mine = lambda path=worker._score_path(namespace, spec, job): path(*inputs)  # noqa: E731
@@ -158,7 +163,7 @@ def _time_in_kernel(unit, test, namespace):
                       f"{share_words(fraction).capitalize()}: {ratio:.2f}x the reference's time (cpu, in the kernel).")
 
 
-def _loops_over_positions(unit, path, namespace):
+def _loops_over_positions(unit, path, namespace, stand_ins=None):
     """The count of the timing tier (loop_check.py, ``counted``), in the kernel: the path run at each of
     ``TIMING_COUNT_LENGTHS``, the lines of the notebook's own code and the tensor operations counted. Returns ""
     when the count does not change with the length, else what the counts were."""
@@ -166,7 +171,7 @@ def _loops_over_positions(unit, path, namespace):
     from autograder.core.timing import count_spec
 
     rubric, job = unit.rubric, _job_code(unit)
-    spec = count_spec(rubric, path)
+    spec = count_spec(rubric, path, stand_ins)
     score_path = worker._score_path(namespace, spec, job)
     counts = []
     score_path(*worker._timing_inputs(job, {**spec, "length": rubric.TIMING_COUNT_LENGTHS[0]}, rubric.SEED))  # once
