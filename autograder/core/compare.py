@@ -105,7 +105,8 @@ def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dt
         got64, expected64 = got_cpu.to(torch.float64), expected_cpu.to(torch.float64)
         stray = torch.isnan(got64) & ~torch.isnan(expected64)
         if stray.any() and got.numel() == 1:
-            return (f"{what} is NaN{f' at {_index(0, got.shape)}' if got.dim() else ''}: expected {_number(expected_cpu.item())}. "
+            at = f" at {_index(0, got.shape)}" if got.dim() else ""
+            return (f"{what} is NaN{at}: expected {_number(expected_cpu.item())}. "
                     "Look for a division by zero, log of 0, or 0 * inf.")
         if stray.any():
             first = int(stray.flatten().nonzero()[0])

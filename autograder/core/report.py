@@ -99,10 +99,10 @@ def table(results, width=None):
     """A grade table: a row per submission, a column per task, the total, and what went wrong first, whole.
 
     ``width``: the columns the table may take. By default the terminal's width where the output is a terminal
-    (COLUMNS where it is set), else none: in a file or a pipe each submission is one line, for grep and scripts. Where the task names do not fit
-    as column headings, the columns are numbered and a key above names each; where the first problems do not fit
-    beside their rows, each is written under its row, wrapped, never cut (it names the mistake); a name too long
-    for its column goes on a line of its own above its row.
+    (COLUMNS where it is set), else none: in a file or a pipe each submission is one line, for grep and scripts.
+    Where the task names do not fit as column headings, the columns are numbered and a key above names each; where
+    the first problems do not fit beside their rows, each is written under its row, wrapped, never cut (it names
+    the mistake); a name too long for its column goes on a line of its own above its row.
     """
     results = list(results)
     rubric = rubric_of(results)
@@ -110,7 +110,8 @@ def table(results, width=None):
         width = shutil.get_terminal_size().columns
     names = [task.name for task in rubric.TASKS + (rubric.TIMING,)]
     shown = [inert_line(result.name) for result in results]  # a name cannot move the cursor or end the row
-    points = [[f"{_points(result.task_score(n))}/{_points(rubric.task_points(n))}" for n in names] for result in results]
+    points = [[f"{_points(result.task_score(n))}/{_points(rubric.task_points(n))}" for n in names]
+              for result in results]
     totals = [f"{_points(result.score)}/{_points(result.max_score)}" for result in results]
     problems = [" ".join(headline(result).split()) for result in results]
 
@@ -120,12 +121,13 @@ def table(results, width=None):
     def row_width(widths):
         return sum(widths) + 2 * len(widths) + 9  # each column with the two spaces before it, then the total's 9
 
+    longest = max([10] + [_cells(name) for name in shown])
     headings, key = names, []
-    if width is not None and 10 + 2 + row_width(columns(names)) > width:
+    # Numbered columns where the names do not fit beside the submissions' names (those up to 30 columns wide).
+    if width is not None and min(longest, 30) + 2 + row_width(columns(names)) > width:
         headings = [f"#{number}" for number in range(1, len(names) + 1)]
         key = _pack([f"{heading} {name}" for heading, name in zip(headings, names)], width)
     widths = columns(headings)
-    longest = max([10] + [_cells(name) for name in shown])
     name_width = longest if width is None else max(10, min(longest, width - 2 - row_width(widths)))
     prefix_width = name_width + 2 + row_width(widths) + 2
     beside = width is None or all(prefix_width + _cells(problem) <= width for problem in problems)

@@ -708,7 +708,6 @@ def _notebook_chunks(data, name):
         if (nbgrader.get("grade") or nbgrader.get("locked")) and not nbgrader.get("solution"):
             continue  # a test cell or a read-only demonstration: the course's cells, not the student's code
         label = cell_label(shown, number, source)
-        _check_text(source, label + ",")
         lines = source.split("\n")
         at = next((index for index, line in enumerate(lines) if line.strip()), 0)
         first_line = lines[at].lstrip()
@@ -718,6 +717,7 @@ def _notebook_chunks(data, name):
                              "left out")
                 continue
             source = "\n" * at + "\n" + "\n".join(lines[at + 1:])  # blank where the magic was: lines keep their numbers
+        _check_text(source, label + ",")
         text, skipped = _python_lines(source)
         magic_lines += skipped
         chunks.append({"label": label, "source": text})
