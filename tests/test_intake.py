@@ -474,21 +474,23 @@ def chunks_of(notebook_or_bytes, name="positional_encodings.ipynb"):
 def chunks_as_before(notebook, name="positional_encodings.ipynb"):
     """The chunks of the loader before this intake (json, then the cells): the oracle for valid notebooks."""
     chunks = []
-    for number, cell in enumerate(notebook["cells"], start=1):
-        if cell.get("cell_type") != "code":
-            continue
+    code_cells = [cell for cell in notebook["cells"] if cell.get("cell_type") == "code"]
+    for number, cell in enumerate(code_cells, start=1):  # labels count code cells only (issue 34)
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         nbgrader = cell.get("metadata", {}).get("nbgrader", {})
         if (nbgrader.get("grade") or nbgrader.get("locked")) and not nbgrader.get("solution"):
             continue
+        label = intake.cell_label(name, number, source)  # what a label says: test_cell_labels.py
         first = source.lstrip().split("\n", 1)[0]
         if first.startswith("%%"):
             if not first.startswith(("%%time", "%%capture")):
                 continue
-            source = source.split("\n", 1)[1] if "\n" in source else ""
+            # the magic's line left blank, so that the lines keep their numbers in the cell
+            blank, rest = len(source) - len(source.lstrip("\n")), source.lstrip("\n")
+            source = "\n" * (blank + 1) + rest.split("\n", 1)[1] if "\n" in rest else ""
         lines = [f"{line[: len(line) - len(line.lstrip())]}pass  # IPython line left out by the grader"
                  if intake._IPYTHON_LINE.search(line) else line for line in source.splitlines()]
-        chunks.append({"label": f"{name}, cell {number}", "source": "\n".join(lines) + "\n"})
+        chunks.append({"label": label, "source": "\n".join(lines) + "\n"})
     return chunks
 
 
@@ -842,7 +844,7 @@ def test_the_students_loader_works_without_nbformat(loader_without_nbformat, tmp
 def test_a_lone_surrogate_in_a_cell_is_refused_naming_the_cell():
     notebook = copy.deepcopy(SMALL_NOTEBOOK)
     notebook["cells"][1]["source"] = ["x = '\ud800'\n"]  # json.dumps writes it as the escape \ud800
-    with pytest.raises(LoadError, match=r"cell 2, holds \\ud800, half of a character"):
+    with pytest.raises(LoadError, match=r"code cell 1, `x = '\\ud800'`, holds \\ud800, half of a character"):
         chunks_of(notebook)
 
 

@@ -98,8 +98,9 @@ def test_a_notebook_cell_s_line_is_shown_not_question_marks(released, tmp_path):
     (folder / f"{UNIT.module_name}.ipynb").write_text(_notebook([text[:start], text[start:end], text[end:]]))
     output = _pytest(folder, "-k", "shaw")
     assert "???" not in output, output[-3000:]
-    # cell 2, line 5 of it: the student's line, under the name of the cell it is in
-    assert re.search(r"positional_encodings\.ipynb, cell 2:5: in shaw_scores\n\s+content = q @ k\n", output), \
+    # line 5 of the second code cell, named by its first line: the student's line, under the cell it is in
+    assert re.search(r"positional_encodings\.ipynb, code cell 2, `def shaw_scores\(\.\.\.\)`:5: in shaw_scores\n"
+                     r"\s+content = q @ k\n", output), \
         output[-3000:]
 
 

@@ -104,6 +104,10 @@ def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dt
     else:
         got64, expected64 = got_cpu.to(torch.float64), expected_cpu.to(torch.float64)
         stray = torch.isnan(got64) & ~torch.isnan(expected64)
+        if stray.any() and got.numel() == 1:
+            at = f" at {_index(0, got.shape)}" if got.dim() else ""
+            return (f"{what} is NaN{at}: expected {_number(expected_cpu.item())}. "
+                    "Look for a division by zero, log of 0, or 0 * inf.")
         if stray.any():
             first = int(stray.flatten().nonzero()[0])
             return (
@@ -134,6 +138,11 @@ def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dt
         notes.append(f"largest error {_number(error.flatten()[worst].item())} at {_index(worst, got.shape)}")
     expected_value = expected_cpu.flatten()[first].item()
     got_value = got_cpu.flatten()[first].item()
+    if got.numel() == 1:  # one number: no entries to count, and a 0-d tensor has no index to name
+        at = f" at {_index(0, got.shape)}" if got.dim() else ""
+        return f"{what} is wrong{at}: expected {_number(expected_value)}, got {_number(got_value)}" + (
+            f" (off by {got_value - expected_value:+.6g})." if error is not None and not isinstance(got_value, bool)
+            else ".") + tail
     return (
         f"{what} is wrong at {_index(first, got.shape)}: expected {_number(expected_value)}, "
         f"got {_number(got_value)} ({int(flat_wrong.sum())} of {flat_wrong.numel()} entries differ"
@@ -446,6 +455,8 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
         return None if not bool(torch.isfinite(g).all()) else _shape_relation(g, e, atol, rtol, names)
     if bool(torch.isnan(g).any()):
         return None  # mismatch says where the first NaN is
+    if e.numel() == 1:
+        return None if _close(g, e, atol, rtol) else _one_value(float(g.flatten()[0]), float(e.flatten()[0]), factors)
     infinite = torch.isinf(g) & torch.isfinite(e)
     if bool(infinite.any()):
         rest = _close(g[~infinite], e[~infinite], atol, rtol)
@@ -487,6 +498,20 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
         facts.append("with the opposite sign there")
     share = f"{int(wrong.sum())} of {wrong.numel()} entries wrong"
     return f"the output is {'; '.join(facts)} ({share})."
+
+
+def _one_value(got, expected, factors):
+    """How one wrong number relates to the right one, where that says more than the two numbers do: every pair of
+    numbers is "off by a constant" and "a constant factor" apart, so only a sign or a named factor is told."""
+    if not (math.isfinite(got) and math.isfinite(expected)):
+        return None  # the mismatch's own words say inf where a number is expected
+    if expected and math.isclose(got, -expected, rel_tol=1e-6):
+        return "it has the opposite sign of the expected value (a sign flipped, or a difference taken the other way)."
+    if expected and got:
+        named = _named_factor(got / expected, factors)
+        if named != f"{got / expected:.4g}":
+            return f"it is the expected value times {named}."
+    return None
 
 
 def _shape_relation(g, e, atol, rtol, names):

@@ -119,17 +119,44 @@ def _all_failed(unit, name, path, message, notes=()):
     return Result(name, str(path), tests, list(notes) + [message], unit=unit.name)
 
 
+def _located(where, labels):
+    """(the label of a cell or file, its line number, the line's text) of a worker's "LABEL, line N: TEXT", or
+    None. The label is matched against the submission's own, since a cell's label may hold ", line" itself."""
+    for label in labels:
+        head = f"{label}, line "
+        if where.startswith(head):
+            number, _, text = where[len(head):].partition(": ")
+            if number.isdigit():
+                return label, number, text.strip()
+    return None
+
+
 def _load_notes(submission, loaded):
-    notes = list(submission.skipped)
+    """What did not load, each said once, before what was left out: where a student finds it, and the line itself
+    on a line of its own (never inside parentheses, which a line of code may leave open)."""
+    notes, labels = [], [chunk["label"] for chunk in submission.chunks]
     for error in (loaded or {}).get("errors", []):
-        if "SystemExit" in error["mro"]:
-            notes.append(f"{error['chunk']} called sys.exit() while loading ({error['where'] or 'no line'}); "
-                         "grading went on with what was defined before it. Remove that call.")
+        chunk, where = error["chunk"], error["where"] or ""
+        found = _located(where, labels)
+        line = f"\n    {found[2]}" if found and found[2] else ""
+        if found and found[0] == chunk:
+            at = f"{chunk}, line {found[1]}"
+        elif found:  # raised in a function of another cell that this one called
+            at = f"{chunk}, in {found[0]}, line {found[1]}"
         else:
-            message = f": {error['message']}" if error["message"] else ""
-            notes.append(f"{error['chunk']} raised {error['type']}{message} while loading "
-                         f"({error['where'] or 'no line'}); what it would have defined is missing.")
-    return notes
+            at = chunk
+        message = f": {error['message']}" if error["message"] else ""
+        if "SyntaxError" in error["mro"] and found and found[0] == chunk:
+            notes.append(f"{at} is not valid Python ({error['type']}{message}), so none of that cell ran:{line}\n"
+                         "What it defines is missing, and graded as not written; fix that line and run the cell "
+                         "again.")
+        elif "SystemExit" in error["mro"]:
+            notes.append(f"{at} called sys.exit() while loading:{line or ' (no line of yours)'}\n"
+                         "Grading went on with what was defined before it. Remove that call.")
+        else:
+            notes.append(f"{at} raised {error['type']}{message} while loading:{line or ' (no line of yours)'}\n"
+                         "What it would have defined from there on is missing.")
+    return notes + list(submission.skipped)
 
 
 def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incidents=None):
@@ -237,8 +264,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
                 condition = when(test.id)
                 if condition:
                     output += f"\nWhen it goes wrong: {condition}"
-            if "is not defined" in output and notes:
-                output += "\n" + "\n".join(notes)
+            if "is not defined" in output and notes:  # the notes themselves are read once, before every test
+                output += "\nWhy it is missing: the notes at the top say which of your code did not run."
             graded.append(TestResult(test.id, test.task, 0, test.points, output, unchecked))
         else:
             graded.append(TestResult(test.id, test.task, test.points, test.points,

@@ -14,15 +14,11 @@ import re
 import shutil
 import sys
 import threading
+import unicodedata
 from pathlib import Path
 
 from autograder.core.units import rubric_of
 from autograder.intake.inert import csv_cell, inert, inert_line
-
-
-def _short(text, width):
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _points(value):
@@ -52,29 +48,108 @@ def headline(result):
     return f"{inert_line(first.task)}: {_first_line(first.output)}"
 
 
-def table(results, width=None):
-    """A grade table: a row per submission, a column per task, the total, and what went wrong first.
+def _cells(text):
+    """The columns ``text`` takes on a terminal: a wide (East Asian) character two, a combining mark none."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
-    On a terminal the last column is cut to the terminal's width; in a file or a pipe it is whole.
+
+def _fit(word, width):
+    """The longest head of ``word`` that fits ``width`` columns (one character at least), and the rest."""
+    used = 0
+    for at, character in enumerate(word):
+        used += _cells(character)
+        if used > width and at:
+            return word[:at], word[at:]
+    return word, ""
+
+
+def wrap(text, width):
+    """``text`` on lines of at most ``width`` columns, broken at spaces; a word longer than a line is cut, never
+    left out, so the lines hold every word of ``text`` in order."""
+    lines, line = [], ""
+    for word in filter(None, text.split(" ")):  # at spaces only: a name's other characters are kept as they are
+        joined = f"{line} {word}" if line else word
+        if _cells(joined) <= width:
+            line = joined
+            continue
+        if line:
+            lines.append(line)
+        while _cells(word) > width:
+            head, word = _fit(word, width)
+            lines.append(head)
+        line = word
+    return lines + [line] if line or not lines else lines
+
+
+def _pack(entries, width):
+    """``entries`` side by side, two spaces apart, on lines of at most ``width`` columns; one too long is wrapped."""
+    lines = []
+    for entry in entries:
+        if lines and _cells(lines[-1]) + 2 + _cells(entry) <= width:
+            lines[-1] += "  " + entry
+        else:
+            lines.extend(wrap(entry, width))
+    return lines
+
+
+PROBLEM_INDENT = "    "  # a row's first problem, under the row, where it does not fit beside it
+
+
+def table(results, width=None):
+    """A grade table: a row per submission, a column per task, the total, and what went wrong first, whole.
+
+    ``width``: the columns the table may take. By default the terminal's width where the output is a terminal
+    (COLUMNS where it is set), else none: in a file or a pipe each submission is one line, for grep and scripts.
+    Where the task names do not fit as column headings, the columns are numbered and a key above names each; where
+    the first problems do not fit beside their rows, each is written under its row, wrapped, never cut (it names
+    the mistake); a name too long for its column goes on a line of its own above its row.
     """
     results = list(results)
     rubric = rubric_of(results)
-    if width is None and sys.stdout.isatty():
+    if width is None and sys.stdout.isatty():  # COLUMNS, where set, or the terminal's own size
         width = shutil.get_terminal_size().columns
     names = [task.name for task in rubric.TASKS + (rubric.TIMING,)]
-    widths = [max(5, len(n)) for n in names]
     shown = [inert_line(result.name) for result in results]  # a name cannot move the cursor or end the row
-    name_width = max([10] + [len(name) for name in shown])
-    header = (f"{'submission':<{name_width}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths))
-              + "    total  first problem")
-    lines = [header, "-" * len(header)]
-    for result, name in zip(results, shown):
-        cells = "  ".join(f"{_points(result.task_score(n)) + '/' + _points(rubric.task_points(n)):>{w}}"
-                          for n, w in zip(names, widths))
-        total = f"{_points(result.score)}/{_points(result.max_score)}"
-        prefix = f"{name:<{name_width}}  {cells}  {total:>7}  "
-        problem = headline(result)
-        lines.append(prefix + (_short(problem, max(20, width - len(prefix))) if width else " ".join(problem.split())))
+    points = [[f"{_points(result.task_score(n))}/{_points(rubric.task_points(n))}" for n in names]
+              for result in results]
+    totals = [f"{_points(result.score)}/{_points(result.max_score)}" for result in results]
+    problems = [" ".join(headline(result).split()) for result in results]
+
+    def columns(headings):
+        return [max([5, _cells(heading)] + [len(row[i]) for row in points]) for i, heading in enumerate(headings)]
+
+    def row_width(widths):
+        return sum(widths) + 2 * len(widths) + 9  # each column with the two spaces before it, then the total's 9
+
+    longest = max([10] + [_cells(name) for name in shown])
+    headings, key = names, []
+    # Numbered columns where the names do not fit beside the submissions' names (those up to 30 columns wide).
+    if width is not None and min(longest, 30) + 2 + row_width(columns(names)) > width:
+        headings = [f"#{number}" for number in range(1, len(names) + 1)]
+        key = _pack([f"{heading} {name}" for heading, name in zip(headings, names)], width)
+    widths = columns(headings)
+    name_width = longest if width is None else max(10, min(longest, width - 2 - row_width(widths)))
+    prefix_width = name_width + 2 + row_width(widths) + 2
+    beside = width is None or all(prefix_width + _cells(problem) <= width for problem in problems)
+
+    def pad(text, size):
+        return text + " " * max(0, size - _cells(text))
+
+    header = (pad("submission", name_width) + "  " + "  ".join(f"{h:>{w}}" for h, w in zip(headings, widths))
+              + "    total" + ("  first problem" if beside else ""))
+    lines = key + [header] + ([] if beside else [PROBLEM_INDENT + "first problem, under each row"])
+    lines.append("-" * (_cells(header) if width is None else min(width, _cells(header))))
+    for name, row, total, problem in zip(shown, points, totals, problems):
+        if _cells(name) > name_width:  # on a line of its own, whole, and the row under it
+            lines.extend(wrap(name, width) if width else [name])
+            name = ""
+        cells = "  ".join(f"{cell:>{w}}" for cell, w in zip(row, widths))
+        row_text = f"{pad(name, name_width)}  {cells}  {total:>7}"
+        if beside:
+            lines.append(f"{row_text}  {problem}")
+        else:
+            lines.append(row_text)
+            lines.extend(PROBLEM_INDENT + line for line in wrap(problem, max(20, width - len(PROBLEM_INDENT))))
     return "\n".join(lines)
 
 

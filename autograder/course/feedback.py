@@ -110,8 +110,9 @@ def helps_to_draw(result):
     return 0 < result.score < result.max_score and not did_not_load(result)
 
 
-def points_figure(result):
-    """The result's points per task as a PNG's base64 text, or None (nothing to draw, or no matplotlib)."""
+def points_chart(result):
+    """The result's points per task as a matplotlib Figure, every task's name whole; or None (nothing to draw, or
+    no matplotlib)."""
     if not helps_to_draw(result):
         return None
     try:
@@ -124,8 +125,10 @@ def points_figure(result):
     names = [name for name, _ in sections]
     earned = [sum(test.score for test in tests) for _, tests in sections]
     most = [sum(test.max_score for test in tests) for _, tests in sections]
-    figure = Figure(figsize=(6.4, 0.35 * len(names) + 1.1), dpi=80)
-    figure.subplots_adjust(left=0.27, right=0.9, top=0.86, bottom=0.2)
+    # The layout makes room for the longest name (dynamic_ntk_inverse_frequencies beside ntk_inverse_frequencies:
+    # a fixed margin cut both to the same tail); the figure widens with it, so the bars keep their length.
+    longest = max(len(name) for name in names)
+    figure = Figure(figsize=(4.6 + 0.07 * longest, 0.35 * len(names) + 1.1), dpi=80, layout="constrained")
     axes = figure.add_subplot()
     positions = range(len(names))
     axes.barh(positions, most, color="#dddddd")
@@ -140,6 +143,14 @@ def points_figure(result):
     axes.set_xlim(0, max(most + [1]) * 1.15)
     axes.set_title(f"Your points per task: {_points(result.score)} of {_points(result.max_score)} "
                    f"({rubric.TITLE})", fontsize=10)
+    return figure
+
+
+def points_figure(result):
+    """The result's points per task (points_chart) as a PNG's base64 text, or None."""
+    figure = points_chart(result)
+    if figure is None:
+        return None
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -8,8 +8,9 @@ folder). A notebook's code cells run in order, each on its own, so an error
 in one cell does not hide the functions of the others; magics, shell lines,
 the locked test cells and the pictures are left out.
 
-A failure shows your own line (``MODULE_NAME.ipynb, cell 7:12`` is line 12 of
-code cell 7). When torch raised the error inside your function, a part headed
+A failure shows your own line (``MODULE_NAME.ipynb, code cell 7, `def f(...)`:12``
+is line 12 of the seventh code cell, the one that starts with ``def f(``; markdown cells are not counted).
+When torch raised the error inside your function, a part headed
 "what went wrong, in words" follows: which of your functions stopped, at which
 line, the shapes of the tensors on that line and of the arguments the check
 passed, and what torch's message means.
@@ -73,7 +74,7 @@ def pytest_configure(config):
         try:
             exec(compile(chunk["source"], chunk["label"], "exec"), module.__dict__)
         except Exception as error:  # keep going: the other cells may define what a task needs
-            errors.append(f"{chunk['label']}{_line_of(error, chunk['label'])} raised {type(error).__name__}: {error}")
+            errors.append(_load_error(error, chunk["label"]))
     sys.modules[MODULE] = checked_module(module, labels)
     _loaded.update(path=path, errors=errors, notes=submission.skipped, labels=labels)
 
@@ -93,19 +94,22 @@ def _merged(text, piece):
     return "\n".join(line if line.strip() else (more[at] if at < len(more) else line) for at, line in enumerate(lines))
 
 
-def _line_of(error, label):
-    """", line N: the line" of ``label`` where ``error`` was raised, or "" where it was not raised in it."""
-    if isinstance(error, SyntaxError):
-        return f", line {error.lineno}" if error.lineno else ""
+def _load_error(error, label):
+    """What running the code compiled as ``label`` raised, said with the line of it where it stopped (on a line of
+    its own: a line of code may leave a parenthesis open)."""
+    if isinstance(error, SyntaxError) and error.filename == label:
+        line = f"\n    {error.text.strip()}" if (error.text or "").strip() else ""
+        what = "of that cell" if ", code cell " in label else "of that statement"  # a .py file is cut at statements
+        return (f"{label}, line {error.lineno} is not valid Python ({type(error).__name__}: {error.msg}), so none "
+                f"{what} ran:{line}")
     found, tb = None, error.__traceback__
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == label:
             found = tb.tb_lineno
         tb = tb.tb_next
-    if found is None:
-        return ""
-    text = linecache.getline(label, found).strip()
-    return f", line {found}" + (f" ({text})" if text else "")
+    text = linecache.getline(label, found).strip() if found else ""
+    return (f"{label}{f', line {found}' if found else ''} raised {type(error).__name__}: {error}"
+            + (f"\n    {text}" if text else ""))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -121,11 +125,38 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
-    return [f"checking the functions defined in {_loaded['path'].name}"] + [f"  note: {n}" for n in _loaded["notes"]]
+    failed = [f"  {line}" for error in _loaded["errors"] for line in error.split("\n")]
+    return ([f"checking the functions defined in {_loaded['path'].name}"]
+            + ([f"code in {_loaded['path'].name} that failed to run (fix it first):"] + failed if failed else [])
+            + [f"  note: {n}" for n in _loaded["notes"]])
+
+
+_NOT_IMPORTED = re.compile(rf"cannot import name '(\w+)' from '{re.escape(MODULE)}'")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A check file that cannot import a function of yours says why in your terms, the failed cell first: not
+    pytest's guess about module names, which is never the reason here."""
+    outcome = yield
+    report = outcome.get_result()
+    missing = _NOT_IMPORTED.search(str(report.longrepr)) if report.failed else None
+    if missing is None:
+        return
+    name, where = missing.group(1), _loaded["path"].name
+    errors = _loaded.get("errors") or []
+    if errors:
+        _loaded["told"] = True
+        report.longrepr = ("\n".join(errors) + f"\n\nSo {name} is not defined, and {collector.path.name} cannot "
+                           f"import it: fix the line above, save {where} and run pytest again.")
+    else:
+        report.longrepr = (f"{where} defines no function named {name}, so {collector.path.name} cannot import it. "
+                           f"Keep the cell that defines {name}, under that name (the assignment's stub names it), "
+                           "and run it before saving.")
 
 
 def pytest_terminal_summary(terminalreporter):
-    if _loaded.get("errors"):
+    if _loaded.get("errors") and not _loaded.get("told"):  # told already, first, where a check could not import
         terminalreporter.section(f"code in {_loaded['path'].name} that failed to run", sep="-")
         for error in _loaded["errors"]:
             terminalreporter.line(error)

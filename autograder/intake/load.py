@@ -678,6 +678,28 @@ def _check_schema(notebook, minor, shown):
     raise _not_nbformat(shown, complaint)
 
 
+_SHOWN_FIRST_LINE = 40  # characters of a cell's first line in its label
+_DEFINITION = re.compile(r"((?:async\s+)?def|class)\s+([^\W\d]\w*)\s*\(")
+
+
+def cell_label(shown, number, source):
+    """How a student finds a code cell of notebook ``shown``: ``number``, its place among the notebook's code cells
+    (markdown cells are not counted; JupyterLab numbers none), and its first line, made inert and short:
+    "long_context.ipynb, code cell 5, `def ntk_inverse_frequencies(...)`". The label is also the name the cell's
+    code is compiled under, so a traceback and a message add ", line N" to it."""
+    first = next((line.strip() for line in source.split("\n") if line.strip()), "")
+    definition = _DEFINITION.match(first)
+    if definition:  # the name is what a student looks for; the arguments only lengthen it
+        first = f"{' '.join(definition.group(1).split())} {definition.group(2)}(...)"
+    # Inert as inert.inert_line makes it (this file is also the student's loader: standard library only), and
+    # no backtick to end the code span early.
+    first = "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                    for c in first).replace("`", "'")
+    if len(first) > _SHOWN_FIRST_LINE:
+        first = first[:_SHOWN_FIRST_LINE - 3].rstrip() + "..."
+    return f"{shown}, code cell {number}" + (f", `{first}`" if first else " (empty)")
+
+
 def _notebook_chunks(data, name):
     """The code cells of notebook bytes ``data`` (file ``name``) as chunks, and notes on what was left out."""
     shown = shown_name(name)
@@ -685,24 +707,27 @@ def _notebook_chunks(data, name):
     minor = _check_structure(notebook, shown)
     _check_schema(notebook, minor, shown)
     chunks, notes, magic_lines = [], [], 0
-    for number, cell in enumerate(notebook["cells"], start=1):
-        if cell["cell_type"] != "code":
-            continue
+    code_cells = (cell for cell in notebook["cells"] if cell["cell_type"] == "code")
+    for number, cell in enumerate(code_cells, start=1):  # counted as a student counts them: code cells only
         source = cell["source"]
         source = _universal_newlines("".join(source) if isinstance(source, list) else source)
         nbgrader = cell["metadata"].get("nbgrader") or {}
         if (nbgrader.get("grade") or nbgrader.get("locked")) and not nbgrader.get("solution"):
             continue  # a test cell or a read-only demonstration: the course's cells, not the student's code
-        first_line = source.lstrip().split("\n", 1)[0]
+        label = cell_label(shown, number, source)
+        lines = source.split("\n")
+        at = next((index for index, line in enumerate(lines) if line.strip()), 0)
+        first_line = lines[at].lstrip()
         if first_line.startswith("%%"):
             if not first_line.startswith(_KEPT_CELL_MAGICS):
-                notes.append(f"cell {number} runs under {shown_name(first_line.split()[0])[:40]} and was left out")
+                notes.append(f"code cell {number} runs under {shown_name(first_line.split()[0])[:40]} and was "
+                             "left out")
                 continue
-            source = source.split("\n", 1)[1] if "\n" in source else ""
-        _check_text(source, f"{shown}, cell {number},")
+            source = "\n" * at + "\n" + "\n".join(lines[at + 1:])  # blank where the magic was: lines keep their numbers
+        _check_text(source, label + ",")
         text, skipped = _python_lines(source)
         magic_lines += skipped
-        chunks.append({"label": f"{shown}, cell {number}", "source": text})
+        chunks.append({"label": label, "source": text})
     if magic_lines:
         notes.append(f"{magic_lines} IPython line(s) (magics, shell commands) were left out")
     return chunks, notes

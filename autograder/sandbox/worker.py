@@ -391,8 +391,11 @@ def _load(chunks, filename, module_name):
             exec(code, module.__dict__)
         except BaseException as error:
             entry = _error(error, chunks)["error"]
-            if isinstance(error, SyntaxError):
-                entry["where"] = f"{chunk['label']}, line {error.lineno}: {(error.text or '').strip()}"
+            if isinstance(error, SyntaxError) and error.filename == chunk["label"] and error.lineno:
+                # Python's own words alone: str(error) repeats the label and line, which "where" holds
+                if isinstance(error.msg, str):
+                    entry["message"] = error.msg[:MAX_TEXT]
+                entry["where"] = f"{chunk['label']}, line {error.lineno}: {(error.text or '').strip()}"[:MAX_TEXT]
             entry["chunk"] = chunk["label"]
             errors.append(entry)
     return module.__dict__, errors

@@ -420,13 +420,12 @@ def main(argv=None):
         print(f"wrote {folder}/ and {archive}\nIn that folder a student runs: pytest -k {unit.rubric.TASK_NAMES[0]}")
         return 0
     if args.command == "demo":
-        from autograder.ways_in.demo import write_class
+        from autograder.ways_in.demo import introduction, write_class
 
         unit = units.get(args.unit or units.names()[0])
         with tempfile.TemporaryDirectory(prefix="sample-class-") as folder:
             paths = write_class(folder, unit)
-            print(f"Grading the sample class: the reference, the blank stubs and {len(paths) - 2} submissions "
-                  "with one typical mistake each.\n", file=sys.stderr)
+            print(introduction(unit, len(paths) - 2) + "\n", file=sys.stderr)
             from autograder.sandbox.server import SandboxMissing
 
             try:

@@ -7,8 +7,11 @@ the reference, so the samples cannot drift from it.
 """
 
 import importlib
+import shutil
 from pathlib import Path
 
+from autograder.core import units
+from autograder.core.report import wrap
 from autograder.core.rubric import SampleMistake  # noqa: F401  (a unit's samples.py declares them)
 from autograder.course.build import make_stub
 
@@ -19,6 +22,17 @@ def mistakes_of(unit):
         return importlib.import_module(f"{unit.package}.samples").MISTAKES
     except ModuleNotFoundError:
         return ()
+
+
+def introduction(unit, mistakes, width=None):
+    """What the demo says before it grades: which unit's sample class, what is in it, and how to pick another;
+    wrapped to ``width`` columns (the terminal's by default)."""
+    others = [name for name in units.names() if name != unit.name]
+    held = (f"the reference, the blank stubs and {mistakes} submissions with one typical mistake each" if mistakes
+            else "the reference and the blank stubs (this unit declares no sample mistakes)")
+    text = (f"Grading the sample class of the unit {unit.name} ({unit.title}): {held}."
+            + (f" Another unit's: --unit {' or --unit '.join(others)}." if others else ""))
+    return "\n".join(wrap(text, width or shutil.get_terminal_size().columns))
 
 
 def apply(mistake, reference_text):
