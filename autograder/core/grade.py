@@ -147,7 +147,8 @@ def _load_notes(submission, loaded):
             at = chunk
         message = f": {error['message']}" if error["message"] else ""
         if "SyntaxError" in error["mro"] and found and found[0] == chunk:
-            notes.append(f"{at} is not valid Python ({error['type']}{message}), so none of that cell ran:{line}\n"
+            what = "of that cell" if ", code cell " in chunk else "of that statement"  # a .py file: cut at statements
+            notes.append(f"{at} is not valid Python ({error['type']}{message}), so none {what} ran:{line}\n"
                          "What it defines is missing, and graded as not written; fix that line and run the cell "
                          "again.")
         elif "SystemExit" in error["mro"]:
