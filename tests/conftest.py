@@ -15,6 +15,10 @@ from autograder.core.grade import Grader
 from autograder.sandbox.server import Limits
 
 HERE = Path(__file__).parent
+# pytest-xdist's workers run with COLUMNS=80, and every command a test starts would inherit it: the kit's table takes
+# COLUMNS as the width it may use (report.output_width). A test that wants a width sets it for its own command.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 # Most tests are of the first unit; each test file of the second says so itself.
 UNIT = units.get("positional_encodings")
 REFERENCE = UNIT.reference_path
@@ -26,7 +30,7 @@ NOTEBOOK = notebook_name(UNIT)
 # The files whose module fixtures take minutes (nbgrader's course runs, the platforms' containers), started first:
 # pytest's two workers (pyproject's -n 2, a file each at a time) then share out the short files and end together.
 SLOWEST_FIRST = ("test_platform_containers.py", "test_nbgrader_course.py", "test_nbgrader_second_unit.py", "test_scaffold.py",
-                 "test_docker_kit.py", "test_nbgrader_slips.py")
+                 "test_docker_kit.py", "test_nbgrader_slips.py", "test_nbgrader_wrong_unit.py")
 
 
 def pytest_configure(config):

@@ -69,9 +69,28 @@ def _named(feedback, name):
     return (likely or re.search(r"FAIL \S+ \([\d.]+/[\d.]+\): (.*)", block)).group(1).strip()
 
 
+def _demo_in_a_file(unit, columns):
+    """(stdout, stderr) of the demo written to a pipe, as a log or ``| less`` takes it, with COLUMNS set."""
+    environment = {**{key: value for key, value in os.environ.items() if key != "LINES"}, "COLUMNS": str(columns)}
+    run = subprocess.run([sys.executable, "-m", "autograder", "demo", "--unit", unit.name, "--feedback"], cwd=ROOT,
+                         env=environment, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=500)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout, run.stderr
+
+
 @pytest.mark.parametrize("unit", UNITS, ids=lambda unit: unit.name)
 def test_the_demo_on_100_columns_says_its_unit_and_shows_every_named_mistake_whole(unit):
-    stdout, stderr = _demo(unit, 100)
+    _shows_every_named_mistake_whole_in_100_columns(unit, *_demo(unit, 100))
+
+
+def test_the_demo_with_columns_100_fits_them_in_a_file_too():
+    """COLUMNS is a person's choice of width, also where the output goes to a file or a pipe (the third unit: the
+    longest task names and mistakes)."""
+    _shows_every_named_mistake_whole_in_100_columns(units.get("long_context"),
+                                                    *_demo_in_a_file(units.get("long_context"), 100))
+
+
+def _shows_every_named_mistake_whole_in_100_columns(unit, stdout, stderr):
     assert f"sample class of the unit {unit.name} ({unit.title})" in " ".join(stderr.split())
     assert all(len(line) <= 100 for line in stderr.split("\n")[:4])
     lines = stdout.rstrip("\n").split("\n")

@@ -95,19 +95,28 @@ def _pack(entries, width):
 PROBLEM_INDENT = "    "  # a row's first problem, under the row, where it does not fit beside it
 
 
+def output_width():
+    """The columns the output may take: COLUMNS where it is set to a number (a person's own choice, also for a
+    file or a pipe), else the terminal's width where the output is a terminal, else None (no limit)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isascii() and columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
 def table(results, width=None):
     """A grade table: a row per submission, a column per task, the total, and what went wrong first, whole.
 
-    ``width``: the columns the table may take. By default the terminal's width where the output is a terminal
-    (COLUMNS where it is set), else none: in a file or a pipe each submission is one line, for grep and scripts.
+    ``width``: the columns the table may take. By default COLUMNS where it is set, else the terminal's width where
+    the output is a terminal, else none: in a file or a pipe each submission is one line, for grep and scripts.
     Where the task names do not fit as column headings, the columns are numbered and a key above names each; where
     the first problems do not fit beside their rows, each is written under its row, wrapped, never cut (it names
     the mistake); a name too long for its column goes on a line of its own above its row.
     """
     results = list(results)
     rubric = rubric_of(results)
-    if width is None and sys.stdout.isatty():  # COLUMNS, where set, or the terminal's own size
-        width = shutil.get_terminal_size().columns
+    if width is None:
+        width = output_width()
     names = [task.name for task in rubric.TASKS + (rubric.TIMING,)]
     shown = [inert_line(result.name) for result in results]  # a name cannot move the cursor or end the row
     points = [[f"{_points(result.task_score(n))}/{_points(rubric.task_points(n))}" for n in names]
