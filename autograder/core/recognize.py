@@ -40,8 +40,12 @@ The core names no unit: all of this is read from the registry (``units``).
 import ast
 import copy
 import functools
+import itertools
+import os
 import re
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from autograder.core import units
 from autograder.core.loop_check import _PARSING
@@ -299,10 +303,31 @@ def handed_out(unit, submission, defined=None):
     return found
 
 
+def _names_in(path, depth=2):
+    """The name of entry ``path`` and of what it holds down to ``depth`` folders (nbgrader's
+    submitted/STUDENT/UNIT/), names only: no file is opened, no link followed, at most 100 names."""
+    names, folders = [path.name], [(path, 0)]
+    while folders and len(names) < 100:
+        folder, level = folders.pop()
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                continue
+            with os.scandir(folder) as listing:
+                for entry in itertools.islice(listing, 100):
+                    names.append(entry.name)
+                    if level < depth and entry.is_dir(follow_symlinks=False):
+                        folders.append((Path(entry.path), level + 1))
+        except (OSError, ValueError):
+            continue
+    return names[:100]
+
+
 def of_paths(paths, most=50):
     """{unit name: how many entries} of the entries ``paths`` hold (at most ``most`` read, as a class run reads
-    them: intake.load, never run), each counted for the unit ``recognise`` finds (``Recognition.best``); an
-    entry that cannot be read, or says no unit, is not counted. What a command without ``--unit`` goes by."""
+    them: intake.load, never run), each counted for the unit ``recognise`` finds (``Recognition.best``). A folder
+    holding files named after several units counts for each (it must be graded once per unit); an entry that
+    cannot be read counts for the unit its name, or its files' names, give (its row will say why it scores
+    nothing); one that says no unit is not counted. What a command without ``--unit`` goes by."""
     from collections import Counter
 
     from autograder.intake.load import LoadError, expand, load
@@ -314,10 +339,14 @@ def of_paths(paths, most=50):
         return {}
     counts = Counter()
     for path in found:
+        named = {unit.name for unit in map(units.of_file_name, _names_in(path)) if unit is not None}
+        if len(named) > 1:  # a student's folder of several units' files (nbgrader's submitted/STUDENT/): each counts
+            counts.update(named)
+            continue
         try:
             best = recognise(load(path, every_name)).best()
-        except (LoadError, OSError, ValueError):  # unreadable (its row will say why): its name, if it has one
-            best = getattr(units.of_file_name(path.name), "name", None)
+        except (LoadError, OSError, ValueError):  # unreadable (its row will say why): its name, or its files'
+            best = named.pop() if named else None
         if best is not None:
             counts[best] += 1
     return dict(counts)
