@@ -13,7 +13,6 @@ import csv
 import functools
 import itertools
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -271,7 +270,7 @@ def test_a_class_graded_as_one_unit_refuses_every_other_unit_s_reference_and_stu
                 target = folder / f"{name}-renamed" / path.name
                 write(target, path.read_text(encoding="utf-8"))
                 made[f"{name}-renamed"] = target
-    control = write(folder / "own-blank" / f"{unit.module_name}.ipynb", notebook_of(unit, stub_text(unit)))
+    write(folder / "own-blank" / f"{unit.module_name}.ipynb", notebook_of(unit, stub_text(unit)))
     pasted = None
     if unit.name == LENDER.name:  # this unit's blank stubs with the borrower's given cell pasted in at the end
         pasted = write(folder / "pasted-given" / f"{unit.module_name}.py",
