@@ -11,7 +11,11 @@ timing points is therefore graded twice more, and must keep them in one of the t
 
 from pathlib import Path
 
+import re
+
 import pytest
+
+from autograder.core.timing import fraction_for
 
 from autograder.units.positional_encodings import rubric
 from conftest import task_scores
@@ -49,7 +53,12 @@ def test_alternative_formulation_scores_full_marks(alternative_results, grader, 
     assert failed == {}
     if slow:
         timed = next(test for test in result.tests if test.id == slow)
-        assert 0 < timed.score < timed.max_score, timed.output
+        # Its real ratio sits near the 4x limit for full points (CI read 3.94x once): decide nothing there. It is
+        # timed, keeps points, and scores the band of the ratio it printed (the bands: test_timing_tier).
+        ratios = [float(r) for r in re.findall(r"^Time \([^)]*\): ([0-9.]+)x the reference", timed.output, re.M)]
+        assert ratios and timed.score > 0, timed.output
+        bands = {min(fraction_for(ratio + rounding) for ratio in ratios) for rounding in (-0.005, 0.005)}
+        assert timed.score in {timed.max_score * fraction for fraction in bands}, timed.output
 
 
 def test_a_shaw_scores_that_builds_its_own_index_is_graded_against_the_reference(alternative_results):
