@@ -407,14 +407,19 @@ def _target_names(target):
     if isinstance(target, ast.Starred):
         return _target_names(target.value)
     if isinstance(target, (ast.Tuple, ast.List)):
-        names = set()
-        for element in target.elts:
-            inner = _target_names(element)
-            if inner is None:
-                return None
-            names |= inner
-        return names
+        return _names_of(target.elts)
     return None
+
+
+def _names_of(targets):
+    """The names all of ``targets`` bind (see _target_names), or None where one stores into an object."""
+    names = set()
+    for target in targets:
+        inner = _target_names(target)
+        if inner is None:
+            return None
+        names |= inner
+    return names
 
 
 def _imported_names(statement):
@@ -500,12 +505,9 @@ class _Liveness:
             return ({target.id for target in statement.targets},
                     statement.value if _pure(statement.value, self.shadowed) else None)
         if isinstance(statement, ast.Assign):
-            names = set()
-            for target in statement.targets:
-                inner = _target_names(target)
-                if inner is None:
-                    return None
-                names |= inner
+            names = _names_of(statement.targets)
+            if names is None:
+                return None
             return names, (statement.value if _pure(statement.value, self.shadowed) else None)
         if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
             if statement.target.id in self.unfresh:
