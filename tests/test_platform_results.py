@@ -5,18 +5,23 @@ from hypothesis import given, settings, strategies as st
 
 from autograder.ways_in import gradescope, prairielearn
 from autograder.units.positional_encodings import rubric
-from autograder.core import grade
+from autograder.core import grade, voice
 
 SECRET = "sinusoidal_table(50, 16) is wrong at [0, 1]: expected 0.841471, got 0.540302"
-outputs = st.sampled_from(["", SECRET, SECRET + "\nLikely mistake: sin and cos are swapped.",
-                           "Passed: values.", "shaw_scores did not finish: it ran for more than 15 s."])
+SWAPPED = "sin and cos are swapped."
+# (a row's text, its typed parts as grade.score_tests makes them): the grader's parts are read from the latter only
+outputs = st.sampled_from([("", {}), (SECRET, {"kind": voice.WRONG}),
+                           (SECRET + f"\nLikely mistake: {SWAPPED}",
+                            {"kind": voice.WRONG, "diagnosis": voice.Diagnosis(mistakes=(SWAPPED,))}),
+                           ("Passed: values.", {"kind": voice.PASSED}),
+                           ("shaw_scores did not finish: it ran for more than 15 s.", {"kind": voice.DID_NOT_FINISH})])
 fractions = st.sampled_from([0.0, 0.5, 1.0])
 
 
 @st.composite
 def results(draw):
-    tests = [grade.TestResult(test.id, test.task, test.points * draw(fractions), test.points, draw(outputs))
-             for test in rubric.TESTS]
+    tests = [grade.TestResult(test.id, test.task, test.points * draw(fractions), test.points, output, **parts)
+             for test in rubric.TESTS for output, parts in [draw(outputs)]]
     return grade.Result("x", "x.py", tests, draw(st.lists(st.sampled_from(["a note", SECRET]), max_size=2)))
 
 
@@ -38,8 +43,8 @@ def test_gradescope_keeps_the_score_and_shows_no_hidden_case_before_its_date(res
             assert SECRET not in entry["output"]  # the case, expected against got: not before its date
             assert details["output"] == test.output and details["max_score"] == 0
             assert details["visibility"] == rubric_test.details
-            if "Likely mistake:" in test.output:
-                assert "Likely mistake: sin and cos are swapped." in entry["output"]
+            if test.diagnosis.mistakes:
+                assert f"Likely mistake: {SWAPPED}" in entry["output"]
 
 
 @settings(max_examples=80, deadline=None)

@@ -92,12 +92,14 @@ def test_a_python_that_cannot_start_still_leaves_results_that_say_so(bundle, tmp
 
 
 def test_a_failed_test_s_message_keeps_the_hidden_case_out_of_sight(reference_text):
+    from autograder.core import voice
     from autograder.core.grade import Result, TestResult
 
     tests = [TestResult(test.id, test.task, test.points, test.points, "Passed.") for test in rubric.TESTS]
     where = [test.id for test in rubric.TESTS].index("sinusoidal_values")
     tests[where] = TestResult("sinusoidal_values", "sinusoidal", 0, 7, "sinusoidal_table(50, 16) is wrong at [0, 1]: "
-                              "expected 1, got 0.\nLikely mistake: sin and cos are swapped.")
+                              "expected 1, got 0.\nLikely mistake: sin and cos are swapped.", kind=voice.WRONG,
+                              diagnosis=voice.Diagnosis(mistakes=("sin and cos are swapped.",)))
     results = prairielearn.to_results(Result("x", "x.py", tests, []), "x.py")
     message = results["tests"][where]["message"]
     assert "Likely mistake: sin and cos are swapped." in message and "sinusoidal_table(50" not in message

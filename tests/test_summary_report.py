@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from autograder.core import voice
 from autograder.units.positional_encodings import rubric
 from autograder.core.grade import Result
 from autograder.core.grade import TestResult as Row  # not "Test...": pytest would try to collect it
@@ -33,36 +34,44 @@ def wrong(mistake=None):
         f"\nLikely mistake: {mistake}" if mistake else "")
 
 
+def named(mistake):
+    """A failed row's score, text and typed parts, as grade.score_tests makes them for a named mistake."""
+    return 0, wrong(mistake), {"kind": voice.WRONG, "diagnosis": voice.Diagnosis(mistakes=(mistake,))}
+
+
 def student(name, changes=None, every_test=None):
-    """A Result with all points except ``changes``: {test id: (score, output)}; ``every_test`` sets all rows."""
+    """A Result with all points except ``changes``: {test id: (score, output[, typed parts])}; ``every_test`` sets
+    all rows."""
     tests = []
     for test in rubric.TESTS:
         if every_test is not None:
-            score, output = every_test(test)
+            row = every_test(test)
         else:
-            score, output = (changes or {}).get(test.id, (test.points, f"Passed: {test.checks}."))
-        tests.append(Row(test.id, test.task, score, test.points, output))
+            row = (changes or {}).get(test.id, (test.points, f"Passed: {test.checks}.", {"kind": voice.PASSED}))
+        score, output, parts = row if len(row) == 3 else (*row, {})
+        tests.append(Row(test.id, test.task, score, test.points, output, **parts))
     return Result(name, f"/class/{name}.py", tests)
 
 
 def stub_row(test):
     if test.task == "timing":
-        return 0, "Not timed: every correctness test of this path must pass first, and some did not."
+        return 0, "Not timed: every correctness test of this path must pass first, and some did not.", {
+            "kind": voice.TIMED}
     function = rubric.TASK_BY_NAME[test.task].functions[0]
-    return 0, f"{function} is not implemented yet (it raised NotImplementedError)."
+    return 0, f"{function} is not implemented yet (it raised NotImplementedError).", {"kind": voice.NOT_IMPLEMENTED}
 
 
 @pytest.fixture(scope="module")
 def the_class():
     return [
         student("ada"),
-        student("ben", {"sinusoidal_values": (0, wrong(SIN_COS)),
-                        "relative_positions_values": (0, wrong(I_MINUS_J)),
+        student("ben", {"sinusoidal_values": named(SIN_COS),
+                        "relative_positions_values": named(I_MINUS_J),
                         "shaw_speed": (0, "Not timed: every correctness test of this path must pass first, "
                                           "and relative_positions_values did not.")}),
-        student("cy", {"sinusoidal_values": (0, wrong(SIN_COS)),
-                       "sinusoidal_edge_cases": (0, wrong(SIN_COS)),
-                       "learned_add": (0, wrong(FROM_ONE)),
+        student("cy", {"sinusoidal_values": named(SIN_COS),
+                       "sinusoidal_edge_cases": named(SIN_COS),
+                       "learned_add": named(FROM_ONE),
                        "t5_speed": (3.5, "Half the points: 9.0x the reference's time.")}),
         student("dee", every_test=stub_row),
         student("eve", every_test=lambda test: (0, "Not graded: your file raised SyntaxError while loading.")),
@@ -153,7 +162,7 @@ def test_mistakes_are_counted_once_per_submission_and_ranked(the_class):
 
 
 def test_only_the_ten_commonest_mistakes_are_listed():
-    many = [student(f"s{n}", {"sinusoidal_values": (0, wrong(f"mistake number {n:02}"))}) for n in range(12)]
+    many = [student(f"s{n}", {"sinusoidal_values": named(f"mistake number {n:02}")}) for n in range(12)]
     lines = section(summary_text(many), "Most common diagnosed mistakes")
     assert sum(bool(re.match(r"\s+\d+\. ", line)) for line in lines) == 10
     assert lines[-1].strip() == "... and 2 other mistakes."
@@ -255,13 +264,16 @@ def test_diagnoses_without_a_named_mistake_are_counted_across_the_class_whatever
     """Two students with the same unnamed slip see different numbers (their own hidden cases); the summary
     counts them as one diagnosis, and never counts a test whose mistake has a name."""
     def how(first, wrong_entries):
-        return (f"sinusoidal_table(50, 16) is wrong at [1, 2]: expected 0.1, got 0.2 (9 of 800 entries differ).\n"
-                f"How it goes wrong: the output is right for position 0..{first - 1}, wrong from position {first} "
-                f"on ({wrong_entries} of 800 entries wrong).")
+        said = (f"the output is right for position 0..{first - 1}, wrong from position {first} on ({wrong_entries} "
+                "of 800 entries wrong).")
+        return (0, f"sinusoidal_table(50, 16) is wrong at [1, 2]: expected 0.1, got 0.2 (9 of 800 entries differ).\n"
+                   f"How it goes wrong: {said}", {"kind": voice.WRONG, "diagnosis": voice.Diagnosis(how=said)})
 
-    the_class = [student("fay", {"sinusoidal_values": (0, how(30, 320))}),
-                 student("gus", {"sinusoidal_values": (0, how(47, 48))}),
-                 student("hal", {"sinusoidal_values": (0, wrong(SIN_COS) + "\nHow it goes wrong: swapped.")})]
+    swapped = named(SIN_COS)
+    swapped[2]["diagnosis"] = voice.Diagnosis(mistakes=(SIN_COS,), how="swapped.")
+    the_class = [student("fay", {"sinusoidal_values": how(30, 320)}),
+                 student("gus", {"sinusoidal_values": how(47, 48)}),
+                 student("hal", {"sinusoidal_values": (0, swapped[1] + "\nHow it goes wrong: swapped.", swapped[2])})]
     assert common_conditions(the_class) == [
         (("sinusoidal", "How it goes wrong: the output is right for position #..#, wrong from position # on."), 2)]
     lines = " ".join(" ".join(section(summary_text(the_class), "Most common diagnoses where no known mistake")).split())

@@ -22,6 +22,7 @@ from typing import Callable
 import torch
 
 from autograder.core.compare import mismatch, relation, torch_error_meaning
+from autograder.core.voice import class_name, name_of, quote
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Verdict:
     # where two mistakes give the same output (a query at position 0 hides which rotation went wrong), the test
     # names the one its other failing cases show too.
     explained: tuple = ()
+    how: str = ""  # on a failure no known mistake explains, how the output relates to the right one (the grader's)
 
     def explanations(self):
         """((mistake, message), ...) for every known mistake that explains the output; () where none does."""
@@ -188,15 +190,21 @@ def failure_of(outcome, name):
     if outcome is None:
         return f"{name} did not run."
     if "missing" in outcome:
-        return f"{outcome['missing']} is not defined in your submission."
+        return f"{name_of(outcome['missing'])} is not defined in your submission."
     if "error" in outcome:
         error = outcome["error"]
         if "NotImplementedError" in error["mro"]:
             return f"{name} is not implemented yet (it raised NotImplementedError)."
-        where = f"\n  (raised at {error['where']})" if error.get("where") else ""
-        message = f": {error['message']}" if error["message"] else ""
-        return f"{name} raised {error['type']}{message}{where}\n{lesson_of(error)}"
+        return f"{name} raised {raised_text(error)}\n{lesson_of(error)}"
     return None
+
+
+def raised_text(error):
+    """An exception of the student's as the grader quotes it: its class, its message on one line in quotes (the
+    student's text, which may hold anything), and the line of theirs it came from, on a line of its own."""
+    message = f": {quote(error['message'])}" if error.get("message") else ""
+    where = f"\n  (raised at {quote(error['where'])})" if error.get("where") else ""
+    return f"{class_name(error['type'])}{message}{where}"
 
 
 def returned_value(outcome):
@@ -334,9 +342,8 @@ def device_check(label, expected_device, expected_shape, expected_dtype, inputs=
         error = (outcome or {}).get("error")
         if expected_device == "meta" and error and re.search(r"\bmeta\b", error["message"], re.IGNORECASE):
             # Not "not implemented yet" (the meta device's refusal is a NotImplementedError): say what it means.
-            where = f"\n  (raised at {error['where']})" if error.get("where") else ""
-            return Verdict(False, f"{label} raised {error['type']}: {error['message']}{where}\n"
-                                  f"{_meta_meaning(error['message'])}", raised=True)
+            return Verdict(False, f"{label} raised {raised_text(error)}\n{_meta_meaning(error['message'])}",
+                           raised=True)
         failed = failure_of(outcome, label)
         if failed:
             return Verdict(False, failed, raised=outcome is not None and "missing" not in outcome)
@@ -346,7 +353,7 @@ def device_check(label, expected_device, expected_shape, expected_dtype, inputs=
         elif "shape" in value:  # a tensor without data (worker._described)
             shape, dtype = tuple(value["shape"]), getattr(torch, value["dtype"])
         else:
-            return Verdict(False, f"{label} should be a torch.Tensor, but it is a {value.get('type_name', 'object')}.")
+            return Verdict(False, f"{label} should be a torch.Tensor, but it is a {class_name(value.get('type_name', 'object'))}.")
         device = device_of(outcome)
         if device != expected_device:
             return Verdict(False, f"{label} returned a tensor on {device}, expected {expected_device}: build new "
@@ -414,11 +421,12 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
                                  for answer, parts in reversed(answers))), None)
         meaning = " ".join(words for pattern, words in advice if how and re.search(pattern, how))
         also = f"\nAlso: {changed}" if changed else ""
-        told = (f"{problem}\nHow it goes wrong: {how}" + (f" {meaning}" if meaning else "") if how else problem) + also
+        how = how and how + (f" {meaning}" if meaning else "")
+        told = (f"{problem}\nHow it goes wrong: {how}" if how else problem) + also
         if found:
             named = tuple((explanation, f"{problem}\n{likely((explanation,))}{also}") for explanation in found)
-            return Verdict(False, named[0][1], mistake=found[0], unnamed=told, explained=named)
-        return Verdict(False, told)
+            return Verdict(False, named[0][1], mistake=found[0], unnamed=told, explained=named, how=how or "")
+        return Verdict(False, told, how=how or "")
 
     # What the check holds, for tools that read a unit's cases (check-unit: is each declared mistake caught?).
     check.expected, check.mistakes, check.atol, check.rtol = expected, tuple(mistakes), atol, rtol
@@ -427,8 +435,9 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
 
 
 def likely(explanations):
-    """The line that names a mistake ("Likely mistake: ...", which report.py and summary.py read), and after it
-    every other mistake that gives the same output on every case that fails: none of them is then THE mistake."""
+    """The line that names a mistake ("Likely mistake: ..."), and after it every other mistake that gives the same
+    output on every case that fails: none of them is then THE mistake. (Readers take the mistakes from the test's
+    Diagnosis, never from these lines: see autograder/core/voice.py.)"""
     first, *others = explanations
     return f"Likely mistake: {first}" + "".join(f"\nOr, with exactly this output on every case that fails: {other}"
                                                 for other in others)
@@ -459,21 +468,19 @@ def raises_check(label, exception="ValueError", why="", must_mention=()):
             if "NotImplementedError" in error["mro"]:
                 return Verdict(False, failure_of(outcome, label))
             if exception not in error["mro"]:
-                message = f": {error['message']}" if error["message"] else ""
-                where = f"\n  (raised at {error['where']})" if error.get("where") else ""
-                return Verdict(False, f"{label} should raise {exception}{why}, but it raised {error['type']}"
-                                      f"{message}{where}\nRaise {exception} itself, with a message that says which "
+                return Verdict(False, f"{label} should raise {exception}{why}, but it raised {raised_text(error)}"
+                                      f"\nRaise {exception} itself, with a message that says which "
                                       f"value is wrong: a caller that catches {exception} does not catch "
-                                      f"{error['type']} (an assert raises AssertionError, and is skipped "
+                                      f"{class_name(error['type'])} (an assert raises AssertionError, and is skipped "
                                       "altogether under python -O).")
             absent = [str(v) for v in must_mention if not re.search(rf"(?<!\d){re.escape(str(v))}(?!\d)", error["message"])]
             if absent:
                 return Verdict(False, f"{label} raised {exception} as it should, but its message "
-                                      f"{error['message']!r} does not mention {' and '.join(absent)}: "
+                                      f"{quote(error['message'])} does not mention {' and '.join(absent)}: "
                                       "say which values are in conflict, so the user can fix the call.")
             return Verdict(True)
         got = returned_value(outcome)
-        shown = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else f"a {got.type_name}"
+        shown = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else f"a {class_name(got.type_name)}"
         return Verdict(False, f"{label} should raise {exception}{why}, but it returned {shown}.")
 
     return check

@@ -7,6 +7,7 @@ with a row for each rubric test, whatever the submission does.
 
 import dataclasses
 import os
+import re
 import sys
 import threading
 import time
@@ -18,9 +19,9 @@ from pathlib import Path
 from secrets import token_hex
 
 from autograder.sandbox import cgroups, limits as _limits, users
-from autograder.core import diagnosis, recognize, seeds, threads, timing, units
+from autograder.core import diagnosis, recognize, seeds, threads, timing, units, voice
 from autograder.intake.inert import inert
-from autograder.core.cases import build_cases, hints_of, likely
+from autograder.core.cases import build_cases, hints_of, lesson_of, likely
 from autograder.core.cases import Verdict
 from autograder.intake.load import LoadError, load, submission_name
 from autograder.sandbox.server import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
@@ -37,8 +38,13 @@ class TestResult:
     task: str
     score: float
     max_score: float
-    output: str
+    output: str  # everything the test says, as the grader renders it: the student's text in it only quoted
     grader_fault: bool = False  # the grader could not check an output: not the student's doing
+    # The parts of ``output``, typed (autograder/core/voice.py): what the grader decided, its diagnosis, and the
+    # student's exception. Readers take the grader's parts from these, never from the text.
+    kind: str = ""  # voice.PASSED, WRONG, RAISED, ...; "" for a row built without a kind
+    diagnosis: voice.Diagnosis = field(default_factory=voice.Diagnosis)
+    error: voice.StudentError = None
 
     @property
     def passed(self):
@@ -109,13 +115,13 @@ def grader_fault(name, what, error=None):
 def _fault_result(unit, name, path, what, error=None):
     """Every test at 0 through a fault of the grader's: the student reads ``what`` and an incident id."""
     message, incident = grader_fault(name, what, error)
-    result = _all_failed(unit, name, path, message)
+    result = _all_failed(unit, name, path, message, kind=voice.GRADER_FAULT)
     result.grader_fault, result.incidents = True, [incident]
     return result
 
 
-def _all_failed(unit, name, path, message, notes=()):
-    tests = [TestResult(test.id, test.task, 0, test.points, message) for test in unit.rubric.TESTS]
+def _all_failed(unit, name, path, message, notes=(), kind=voice.NOT_GRADED):
+    tests = [TestResult(test.id, test.task, 0, test.points, message, kind=kind) for test in unit.rubric.TESTS]
     return Result(name, str(path), tests, list(notes) + [message], unit=unit.name)
 
 
@@ -131,13 +137,93 @@ def _located(where, labels):
     return None
 
 
+def source_lines(chunks):
+    """``where`` -> (label, number, the line as the grader read it from ``chunks``), or None: the line an
+    exception came from, by the label and number a job reports, but its text from the submission itself (a job
+    may report any text)."""
+    lines = {}
+    for chunk in chunks:  # the pieces of a .py file that did not compile share its label and its numbering
+        kept = lines.setdefault(chunk["label"], [])
+        for number, line in enumerate(chunk["source"].split("\n")):
+            kept += [""] * (number + 1 - len(kept))
+            if line.strip() and not kept[number].strip():
+                kept[number] = line
+    labels = list(lines)
+    # The classes the submission's text names: an exception of one of these quotes no hidden case by its name.
+    named = set(re.findall(r"\bclass\s+([A-Za-z_]\w*)", "\n".join(chunk["source"] for chunk in chunks)))
+
+    def find(where):
+        found = _located(where or "", labels)
+        if found is None:
+            return None
+        label, number, _ = found
+        text = lines[label][int(number) - 1].strip() if 0 < int(number) <= len(lines[label]) else ""
+        return label, number, text
+    find.classes = named
+    return find
+
+
+
+def _student_error(outcome, case, find):
+    """The StudentError of an outcome that raised (at its top level, or in a step of a module's: its __init__,
+    its forward), or None."""
+    steps = [outcome] + [value for value in (outcome or {}).values() if isinstance(value, dict)]
+    error = next((step["error"] for step in steps if isinstance(step, dict) and isinstance(step.get("error"), dict)),
+                 None)
+    if error is None:
+        return None
+    found = find(error.get("where")) if find is not None else None
+    line = f"{found[0]}, line {found[1]}: {found[2]}" if found and found[2] else (
+        f"{found[0]}, line {found[1]}" if found else "")
+    kind = str(error.get("type", ""))
+    known = kind if kind in voice.KNOWN_CLASSES or kind in getattr(find, "classes", ()) else ""
+    return voice.StudentError(kind, str(error.get("message", "")), line, lesson_of(error), known)
+
+
+def _names_in(probe):
+    """Every function or class name a probe calls (the names a job may report missing)."""
+    if isinstance(probe, dict):
+        return {value for key, value in probe.items() if key == "name" and isinstance(value, str)} | {
+            name for value in probe.values() for name in _names_in(value)}
+    if isinstance(probe, (list, tuple)):
+        return {name for value in probe for name in _names_in(value)}
+    return set()
+
+
+def _named_as_probed(results, cases):
+    """``results`` where an outcome that says a name is missing names one its probe calls: any other name a job
+    reports is the student's text, which could hold anything (a hidden value spelt as a name); it is replaced by
+    the probe's own name."""
+    fixed = dict(results)
+    for case in cases:
+        outcome = fixed.get(case.id)
+        if isinstance(outcome, dict) and "missing" in outcome and outcome["missing"] not in _names_in(case.probe):
+            fixed[case.id] = {"missing": str(case.probe.get("name", "your function"))}
+    return fixed
+
+
+def _kind_of(outcome):
+    """What the grader decided of a case that failed, from what came back: it did not run, its function is missing
+    or not written, it raised, or it returned a wrong output."""
+    if outcome is None:
+        return voice.NOT_RUN
+    steps = [outcome] + [value for value in outcome.values() if isinstance(value, dict)]
+    if any("missing" in step for step in steps):
+        return voice.MISSING
+    errors = [step["error"] for step in steps if isinstance(step.get("error"), dict)]
+    if errors:
+        return voice.NOT_IMPLEMENTED if "NotImplementedError" in errors[0].get("mro", ()) else voice.RAISED
+    return voice.WRONG
+
+
 def _load_notes(submission, loaded):
     """What did not load, each said once, before what was left out: where a student finds it, and the line itself
-    on a line of its own (never inside parentheses, which a line of code may leave open)."""
-    notes, labels = [], [chunk["label"] for chunk in submission.chunks]
+    on a line of its own (never inside parentheses, which a line of code may leave open), as the grader read it
+    from the submission. The error's message is the student's: quoted, on one line (voice.quote)."""
+    notes, find = [], source_lines(submission.chunks)
     for error in (loaded or {}).get("errors", []):
         chunk, where = error["chunk"], error["where"] or ""
-        found = _located(where, labels)
+        found = find(where)
         line = f"\n    {found[2]}" if found and found[2] else ""
         if found and found[0] == chunk:
             at = f"{chunk}, line {found[1]}"
@@ -145,22 +231,23 @@ def _load_notes(submission, loaded):
             at = f"{chunk}, in {found[0]}, line {found[1]}"
         else:
             at = chunk
-        message = f": {error['message']}" if error["message"] else ""
+        message = f": {voice.quote(error['message'])}" if error["message"] else ""
+        kind = voice.class_name(error["type"], getattr(find, "classes", ()))
         if "SyntaxError" in error["mro"] and found and found[0] == chunk:
             what = "of that cell" if ", code cell " in chunk else "of that statement"  # a .py file: cut at statements
-            notes.append(f"{at} is not valid Python ({error['type']}{message}), so none {what} ran:{line}\n"
+            notes.append(f"{at} is not valid Python ({kind}{message}), so none {what} ran:{line}\n"
                          "What it defines is missing, and graded as not written; fix that line and run the cell "
                          "again.")
         elif "SystemExit" in error["mro"]:
             notes.append(f"{at} called sys.exit() while loading:{line or ' (no line of yours)'}\n"
                          "Grading went on with what was defined before it. Remove that call.")
         else:
-            notes.append(f"{at} raised {error['type']}{message} while loading:{line or ' (no line of yours)'}\n"
+            notes.append(f"{at} raised {kind}{message} while loading:{line or ' (no line of yours)'}\n"
                          "What it would have defined from there on is missing.")
     return notes + list(submission.skipped)
 
 
-def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incidents=None):
+def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incidents=None, lines=None):
     """Score rubric ``tests`` from the outputs of their ``cases``: all the points when every case passes.
 
     ``results`` maps case id to what the student's code returned (as the worker
@@ -171,8 +258,11 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
     (diagnosis.condition, over every case of the task that ran, probes included: they are worth nothing).
     An output the grader could not check is a grader fault: its test says so with an incident id, and the
     fault's record is appended to ``incidents`` (see grader_fault).
+    Each row carries its parts typed (voice.py): its kind, its Diagnosis, and the StudentError of a call that
+    raised, whose line is read from the submission by ``lines`` (source_lines) where it is given.
     """
     graded, works, charged = [], {}, {}  # charged: {named mistake: the test that took its points}
+    results = _named_as_probed(results, cases)
     verdicts = {}
 
     def verdict_of(case):
@@ -214,12 +304,13 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
             return None
         message = dict(verdict.explanations())[shown[0]].replace(likely(shown[:1]), likely(shown), 1)
         return Verdict(False, message, mistake=shown[0], raised=verdict.raised, unnamed=verdict.unnamed,
-                       explained=verdict.explained)
+                       explained=tuple(pair for pair in verdict.explanations() if pair[0] in shown), how=verdict.how)
 
     for test in tests:
         functions = " and ".join(unit.rubric.TASK_BY_NAME[test.task].functions)
         if failure:
-            graded.append(TestResult(test.id, test.task, 0, test.points, f"{functions} did not finish: {failure}."))
+            graded.append(TestResult(test.id, test.task, 0, test.points, f"{functions} did not finish: {failure}.",
+                                     kind=voice.DID_NOT_FINISH))
             continue
         problems, remarks, named, unchecked, first = [], [], "", False, None
         for case in (case for case in cases if case.test == test.id and case.scored):
@@ -239,7 +330,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
             if verdict is not None and not verdict.passed:
                 if verdict.mistake:
                     # a mistake that explains this case but not all the test's failures is not the mistake made
-                    verdict = named_throughout(test.id, verdict) or Verdict(False, verdict.unnamed, raised=verdict.raised)
+                    verdict = named_throughout(test.id, verdict) or Verdict(False, verdict.unnamed, raised=verdict.raised,
+                                                                            how=verdict.how)
                 problems.append(verdict.message)
                 named, first = verdict.mistake, (case, verdict)
             elif verdict is not None and verdict.message and verdict.message not in remarks:
@@ -254,23 +346,35 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
                             f"ones ({test.needs} fails, and no known mistake explains it): the points for "
                             "checking arguments go to a function that also computes its result.")
         if problems:
-            output = problems[0]
-            if first is not None and not named:
+            output, kind, parts, error = problems[0], voice.WRONG, {}, None
+            if first is not None:
                 case, verdict = first
-                if verdict.raised:
-                    error = (results.get(case.id) or {}).get("error", {})
-                    sizes = diagnosis.sizes_in_error(error.get("message", ""), case.sizes)
-                    if sizes:
-                        output += f"\nThe sizes in that message: {sizes}."
-                condition = when(test.id)
-                if condition:
-                    output += f"\nWhen it goes wrong: {condition}"
-            if "is not defined" in output and notes:  # the notes themselves are read once, before every test
+                outcome = results.get(case.id)
+                kind = _kind_of(outcome)
+                error = _student_error(outcome, case, lines) if kind == voice.RAISED else None
+                if named:
+                    parts["mistakes"] = tuple(mistake for mistake, _ in verdict.explanations())
+                else:
+                    parts["how"] = verdict.how
+                    if verdict.raised:
+                        sizes = diagnosis.sizes_in_error((error.message if error else ""), case.sizes)
+                        if sizes:
+                            output += f"\nThe sizes in that message: {sizes}."
+                            parts["sizes"] = sizes
+                    condition = when(test.id)
+                    if condition:
+                        output += f"\nWhen it goes wrong: {condition}"
+                        parts["when"] = condition
+            elif unchecked:
+                kind = voice.GRADER_FAULT
+            if (kind == voice.MISSING or (error is not None and error.type == "NameError")) and notes:  # the notes themselves are read once, before every test
                 output += "\nWhy it is missing: the notes at the top say which of your code did not run."
-            graded.append(TestResult(test.id, test.task, 0, test.points, output, unchecked))
+            graded.append(TestResult(test.id, test.task, 0, test.points, output, unchecked, kind=kind,
+                                     diagnosis=voice.Diagnosis(**parts), error=error))
         else:
             graded.append(TestResult(test.id, test.task, test.points, test.points,
-                                     "Passed: " + test.checks + "." + "".join("\n" + r for r in remarks)))
+                                     "Passed: " + test.checks + "." + "".join("\n" + r for r in remarks),
+                                     kind=voice.PASSED))
     return graded
 
 
@@ -453,24 +557,25 @@ class Grader:
             return _all_failed(self.unit, submission.name, path, f"Not graded: {outcome.load_failure}{detail}",
                                submission.skipped)
         notes = _load_notes(submission, outcome.loaded)
-        tests, incidents = [], []
+        tests, incidents, lines = [], [], source_lines(submission.chunks)
         for task in rubric.TASK_NAMES:
             scored = score_tests(self.unit, rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
-                                 failure=outcome.failures.get(task), notes=notes, incidents=incidents)
+                                 failure=outcome.failures.get(task), notes=notes, incidents=incidents, lines=lines)
             if task in handed_out:  # the code another unit hands out finished, handed in as this task's answer
-                scored = [TestResult(test.id, test.task, 0, test.max_score, handed_out[task]) for test in scored]
+                scored = [TestResult(test.id, test.task, 0, test.max_score, handed_out[task], kind=voice.HANDED_OUT)
+                          for test in scored]
             tests.extend(scored)
         fault = False
         try:
             verdicts = timing.grade_tier(self.unit, submission, {test.id for test in tests if test.passed},
                                          self.timing_mode, self.references, self.machine, self.limits, self.server)
-            tests.extend(TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(lines))
-                         for test, fraction, lines in verdicts)
+            tests.extend(TestResult(test.id, test.task, test.points * fraction, test.points, "\n".join(said),
+                                    kind=voice.TIMED) for test, fraction, said in verdicts)
         except Exception as error:  # the grader's fault, not the student's: the correctness rows stand
             fault = True
             message, incident = grader_fault(name, "The timing tier failed on this submission", error)
             incidents.append(incident)
-            tests.extend(TestResult(test.id, test.task, 0, test.points, message, True)
+            tests.extend(TestResult(test.id, test.task, 0, test.points, message, True, kind=voice.GRADER_FAULT)
                          for test in rubric.tests_of("timing"))
         result = Result(submission.name, str(path), tests, notes, unit=self.unit.name, incidents=incidents)
         result.grader_fault = fault or any(test.grader_fault for test in tests)

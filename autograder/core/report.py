@@ -10,13 +10,13 @@ doing it again here keeps a report safe for a Result built any other way.
 import csv
 import io
 import os
-import re
 import shutil
 import sys
 import threading
 import unicodedata
 from pathlib import Path
 
+from autograder.core import voice
 from autograder.core.units import rubric_of
 from autograder.intake.inert import csv_cell, inert, inert_line
 
@@ -30,19 +30,22 @@ def _first_line(text):
 
 
 def headline(result):
-    """The one thing to tell about a submission in a class table, on one line and inert."""
+    """The one thing to tell about a submission in a class table, on one line and inert.
+
+    The grader's parts are read from each test's typed fields (autograder/core/voice.py), never from its text: a
+    line of the student's inside a test's output ("Likely mistake: ...") is never taken for a named mistake."""
     failed = [test for test in result.tests if not test.passed]
     if not failed:
         return "all tests pass"
     if all(test.output == failed[0].output for test in failed) and len(failed) == len(result.tests):
         return _first_line(failed[0].output)
     for test in failed:
-        match = re.search(r"Likely mistake: (.*)", str(test.output))
-        if match:
-            return f"{inert_line(test.task)}: {_first_line(match.group(1))}"
+        if test.diagnosis.mistakes:
+            return f"{inert_line(test.task)}: {inert_line(test.diagnosis.mistakes[0])}"
     # A timing test waiting for its path to be correct says nothing new about the submission.
-    own = [test for test in failed if not str(test.output).startswith("Not timed: every correctness test")]
-    if own and all("not implemented yet" in str(test.output) for test in own):
+    own = [test for test in failed if not (test.task == "timing"
+                                            and str(test.output).startswith("Not timed: every correctness test"))]
+    if own and all(test.kind == voice.NOT_IMPLEMENTED for test in own):
         return "not implemented: " + ", ".join(dict.fromkeys(inert_line(test.task) for test in own))
     first = failed[0]
     return f"{inert_line(first.task)}: {_first_line(first.output)}"

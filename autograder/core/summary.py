@@ -17,6 +17,7 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
+from autograder.core import voice
 from autograder.core.units import rubric_of
 from autograder.intake.inert import inert_line
 
@@ -25,8 +26,6 @@ TOP_MISTAKES = 10
 BAR_WIDTH = 40  # the longest bar of the text histogram, in characters
 NAMES_SHOWN = 10  # submissions named under "could not be graded" before "and N more"
 
-_MISTAKE = re.compile(r"Likely mistake: (.*)")
-_DIAGNOSIS = re.compile(r"((?:How|When) it goes wrong): (.*)")
 # What differs between two students' diagnoses of one mistake: their cases' counts and numbers.
 _COUNTS = re.compile(r" \((\d+ of \d+ entries wrong|\d+ cases? pass, \d+ fail)\)")
 _NUMBER = re.compile(r"(?<![\w/])(?<!\d\.)-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w/])")
@@ -90,7 +89,7 @@ def did_not_load(result):
 def task_not_started(result, task_name):
     """Whether every test of the task failed because its functions raise NotImplementedError (the stub)."""
     tests = [test for test in result.tests if test.task == task_name]
-    return bool(tests) and all("not implemented yet" in test.output for test in tests)
+    return bool(tests) and all(test.kind == voice.NOT_IMPLEMENTED for test in tests)
 
 
 def nothing_implemented(result):
@@ -100,12 +99,12 @@ def nothing_implemented(result):
 
 
 def diagnosed_mistakes(result):
-    """The distinct (task, likely mistake) pairs in the failed tests of ``result``, in rubric order."""
+    """The distinct (task, likely mistake) pairs in the failed tests of ``result``, in rubric order: each test's
+    named mistake as the grader's Diagnosis holds it (autograder/core/voice.py), never read from its text."""
     found = {}
     for test in result.tests:
-        if not test.passed:
-            for match in _MISTAKE.finditer(test.output):
-                found[(test.task, match.group(1).strip())] = None
+        if not test.passed and test.diagnosis.mistakes:
+            found[(test.task, test.diagnosis.mistakes[0].strip())] = None
     return list(found)
 
 
@@ -119,9 +118,10 @@ def diagnosed_conditions(result):
     mistake explains, each as diagnosis_kind makes it."""
     found = {}
     for test in result.tests:
-        if not test.passed and not _MISTAKE.search(test.output):
-            for match in _DIAGNOSIS.finditer(test.output):
-                found[(test.task, f"{match.group(1)}: {diagnosis_kind(match.group(2))}")] = None
+        if not test.passed and not test.diagnosis.mistakes:
+            for lead, said in (("How it goes wrong", test.diagnosis.how), ("When it goes wrong", test.diagnosis.when)):
+                if said:
+                    found[(test.task, f"{lead}: {diagnosis_kind(said)}")] = None
     return list(found)
 
 

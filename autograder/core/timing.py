@@ -62,10 +62,10 @@ from pathlib import Path
 import torch
 
 from autograder.sandbox import limits as _limits, protocol
-from autograder.core import units
+from autograder.core import units, voice
 from autograder.core import loop_check
 from autograder.core.loop_check import count_changes, counts_words, findings, refuse_imports_of
-from autograder.intake.inert import inert
+from autograder.intake.inert import inert_line
 from autograder.sandbox.server import JOB_USERS, ServerFailed, frame, send_all, tail
 
 refuse_imports_of(units.module_names())  # a submission's code is known in its job by its unit's module name
@@ -255,8 +255,8 @@ class ServeChild:
         if not self.job.ended:
             return "its process stopped answering"
         code = self.job.exit_code
-        last = inert(tail(self.output, 600).strip())
-        return f"its process ended (exit status {code})" + (f"; its last output: {last}" if last else "")
+        last = tail(self.output, 600).strip()
+        return f"its process ended (exit status {code})" + (f"; its last output: {voice.quote(last)}" if last else "")
 
     def reset_memory_peak(self):
         """Restart the high-water mark of the job's memory; returns what the job holds now (or None)."""
@@ -392,9 +392,9 @@ class Measurement:
 
 
 def _error_text(reply):
-    error = reply["error"]
-    where = f" at {error['where']}" if error.get("where") else ""
-    text = f"{error['type']}: {error['message']}{where}"
+    error = reply["error"]  # the student's text, every part of it: quoted (autograder/core/voice.py)
+    where = f" at {inert_line(error['where'])}" if error.get("where") else ""
+    text = f"{voice.class_name(error['type'])}: {voice.quote(error['message'])}{where}"
     if "device" in error["message"] and ("cpu" in error["message"] or "cuda" in error["message"]):
         text += (". The inputs were on the GPU: build every new tensor (arange, indices) on the input's device, "
                  "torch.arange(n, device=q.device)")
@@ -554,9 +554,9 @@ def _check_outputs(student, reference, spec, rng, which, length):
         raise ChildFailed(f"its output could not be read: {_error_text(mine)}")
     if "values" not in mine:
         raise ChildFailed(f"the timed call did not return a plain tensor (it returned a "
-                          f"{mine['value'].get('type_name', 'value')})")
+                          f"{voice.class_name(mine['value'].get('type_name', 'value'))})")
     if mine["shape"] != theirs["shape"] or mine["dtype"] != theirs["dtype"]:
-        raise ChildFailed(f"on the timing inputs it returned {mine['dtype']} of shape {tuple(mine['shape'])}, "
+        raise ChildFailed(f"on the timing inputs it returned {voice.name_of(mine['dtype'])} of shape {tuple(mine['shape'])}, "
                           f"expected {theirs['dtype']} of shape {tuple(theirs['shape'])}")
     got, expected = torch.tensor(mine["values"], dtype=torch.float64), torch.tensor(theirs["values"], dtype=torch.float64)
     loose = spec["dtype"] in ("bfloat16", "float16")

@@ -40,9 +40,6 @@ from autograder.intake.inert import inert, inert_line
 FOLDER = "feedback"  # in the results folder
 PROBLEMS = "problems.txt"  # in FOLDER: feedback that could not be written, and why (for the instructor)
 
-# The lines of a message that say what went wrong and why: the diagnosis (autograder/core/cases.py,
-# compare.py, grade.py), shown again under "What to look at".
-_DIAGNOSIS = re.compile(r"^(Likely mistake|How it goes wrong|When it goes wrong|The sizes in that message): ")
 _PLAIN_FOLDER = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
 # What could start markup in the kit's own text: emphasis, code, links, HTML, entities, a table's bar (an
 # underscore inside a word starts nothing).
@@ -55,9 +52,13 @@ def _points(value):
 
 # --- what every route says about a test -----------------------------------------------------------
 
-def verdict_text(test):
-    """A test's verdict as nbgrader's feedback shows it in the test's cell (see nbgrader_bridge.TrustedGrades)."""
-    return f"{test.id} ({_points(test.score)} of {_points(test.max_score)} points): {test.output}"
+def verdict_text(test, unit=None):
+    """A test's verdict as nbgrader's feedback shows it in the test's cell (see nbgrader_bridge.TrustedGrades):
+    voice.verdict_text, with the rubric test of ``unit`` (by default the unit that has the test's id)."""
+    from autograder.core import units, voice
+
+    rubric_test = unit.rubric.TEST_BY_ID.get(test.id) if unit is not None else units.test_named(test.id)
+    return voice.verdict_text(test, rubric_test)
 
 
 def status(test):
@@ -70,7 +71,10 @@ def what_to_look_at(unit, test):
     """(lines of the message that diagnose the failure, the self-check command for the test's task or "")."""
     if test.passed:
         return [], ""
-    found = [line for line in str(test.output).split("\n") if _DIAGNOSIS.match(line)]
+    # The grader's diagnosis, from the test's typed parts (autograder/core/voice.py), never from its text: a line
+    # of the student's in an exception's message cannot pass for one.
+    diagnosis = test.diagnosis
+    found = diagnosis.told_at_once() + ([f"The sizes in that message: {diagnosis.sizes}."] if diagnosis.sizes else [])
     task = unit.rubric.TASK_BY_NAME.get(test.task)
     check = (f"pytest -k {test.task}" if task is not None and task.functions
              and (unit.self_checks_folder / f"test_{test.task}.py").is_file() else "")
@@ -249,7 +253,7 @@ def html_page(result):
                         f"{_points(test.score)} of {_points(test.max_score)} points ({status(test)})</span></h3>")
             if rubric_test is not None:
                 body.append(f"<p>What it checks: {html_text(rubric_test.checks)}.</p>")
-            body.append("<p>The grader's message:</p>" + _html_pre(verdict_text(test)))
+            body.append("<p>The grader's message:</p>" + _html_pre(verdict_text(test, unit)))
             found, check = what_to_look_at(unit, test)
             if found or check:
                 items = [f"<li>{html_text(line)}</li>" for line in found]
@@ -329,7 +333,7 @@ def markdown_page(result):
                       f"({status(test)})", ""]
             if test.id in rubric.TEST_BY_ID:
                 lines += [f"What it checks: {md_plain(rubric.TEST_BY_ID[test.id].checks)}.", ""]
-            lines += ["The grader's message:", "", md_fenced(verdict_text(test)), ""]
+            lines += ["The grader's message:", "", md_fenced(verdict_text(test, unit)), ""]
             found, check = what_to_look_at(unit, test)
             if found or check:
                 lines += ["What to look at:", ""]

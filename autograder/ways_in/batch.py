@@ -33,14 +33,14 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.core import seeds, threads
+from autograder.core import seeds, threads, voice
 from autograder.sandbox import limits as _limits
 from autograder.core.units import ROOT
 from autograder.intake.inert import as_readers_see, inert_line
 from autograder.intake.load import submission_name
 from autograder.core.report import write_atomically
 
-FORMAT = 3  # of the per-student JSON; a file of another format is graded again
+FORMAT = 4  # of the per-student JSON; a file of another format is graded again (4: the tests' typed parts)
 
 
 def unique_names(paths):
@@ -201,8 +201,8 @@ def result_to_json(result, submission_digest, settings):
         "incidents": [incident for incident, _ in result.incidents],  # the ids; the tracebacks are in FAULT_LOG
         "cases_from": result.cases_from, "unit": result.unit,
         "submission": submission_digest, "grading": grading_fingerprint(settings), "settings": settings,
-        "tests": [{"id": t.id, "task": t.task, "score": t.score, "max_score": t.max_score, "output": t.output}
-                  for t in result.tests],
+        "tests": [{"id": t.id, "task": t.task, "score": t.score, "max_score": t.max_score, "output": t.output,
+                   **voice.parts_of(t)} for t in result.tests],
     }
     return json.dumps(data, indent=2, default=str)
 
@@ -225,8 +225,8 @@ def saved_result(unit, text, submission_digest, settings):
             return None, (OTHER_SETTINGS, settings_changes(saved.get("settings"), settings))
         if saved.get("grader_fault"):  # not graded through the grader's fault: grade it again
             return None, (FAULT, [])
-        tests = [TestResult(t["id"], t["task"], float(t["score"]), float(t["max_score"]), t["output"])
-                 for t in saved["tests"]]
+        tests = [TestResult(t["id"], t["task"], float(t["score"]), float(t["max_score"]), t["output"],
+                            **voice.parts_from(t)) for t in saved["tests"]]
         if [t.id for t in tests] != [t.id for t in unit.rubric.TESTS] or saved.get("unit") != unit.name:
             return None, (UNREADABLE, [])
         result = Result(saved["name"], saved["path"], tests, list(saved["notes"]), str(saved.get("sandbox", "")),

@@ -180,11 +180,12 @@ HIDDEN_CASE_LATER = {
 }
 
 
-def _with_visibility(tests, rubric):
+def _with_visibility(tests, rubric, graded=()):
     """Each test at its rubric visibility; where its feedback quotes a hidden case and the rubric shows that
-    later than the score, the score's entry says only what failed in general, and a second entry of no points
-    (``<test> (details)``) holds the feedback, at the later visibility."""
-    shown = []
+    later than the score, the score's entry says only what failed in general (from ``graded``'s typed parts: the
+    grade.TestResult of each entry), and a second entry of no points (``<test> (details)``) holds the feedback,
+    at the later visibility."""
+    shown, graded = [], {test.id: test for test in graded}
     for test in tests:
         rubric_test = rubric.TEST_BY_ID.get(test["name"])
         visibility = rubric_test.visibility if rubric_test else "visible"
@@ -194,7 +195,7 @@ def _with_visibility(tests, rubric):
         if test["status"] == "passed" or details == visibility:
             continue
         full = test["output"]
-        test["output"] = without_the_case(full, rubric_test,
+        test["output"] = without_the_case(graded.get(test["name"]), rubric_test,
                                           f"shown {HIDDEN_CASE_LATER[details]}, in \"{test['name']} (details)\"")
         shown.append({"name": f"{test['name']} (details)", "score": 0, "max_score": 0, "status": test["status"],
                       "output": full, "visibility": details})
@@ -208,7 +209,7 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
                                  if test.id in unit.rubric.TEST_BY_ID), "")
     if named:
         rubric = units.get(named).rubric
-        results["tests"] = _with_visibility(results["tests"], rubric)
+        results["tests"] = _with_visibility(results["tests"], rubric, result.tests)
         _number_tests(results["tests"], rubric)
     lines = []
     if warning:

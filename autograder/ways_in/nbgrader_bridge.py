@@ -282,19 +282,22 @@ class TrustedGrades(_Preprocessor):
                 student = (resources.get("nbgrader") or {}).get("student")
                 result = grader.grade(path, student=f"nbgrader:{student}" if student else None)
         by_id = {test.id: test for test in result.tests}
+        from autograder.core import voice
+
         for cell in nb.cells:
             grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
             if cell.cell_type != "code" or grade_id not in by_id:
                 continue
             test = by_id[grade_id]
+            said = voice.verdict_text(test, unit.rubric.TEST_BY_ID.get(test.id))  # as the feedback pages say it
             if test.score > 0:
-                text = f"{test.id} ({test.score:g} of {test.max_score:g} points): {test.output}\n"
+                text = f"{said}\n"
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
                 if not test.passed:  # part of the points: nbgrader reads a number as partial credit
                     cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": f"{test.score:g}"},
                                                                execution_count=None))
             else:
-                message = f"{test.id} (0 of {test.max_score:g} points): {test.output}"
+                message = said
                 cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue=message,
                                                        traceback=[f"AssertionError: {message}"])]
         notes = "".join(f"\n  {note}" for note in result.notes + ([result.cases_from] if result.cases_from else []))

@@ -240,16 +240,13 @@ def _find_file(submission, unit):
         return None, not_graded(f"{message}\nYou uploaded: {listing}.", unit=unit)
 
 
-def without_the_case(feedback, rubric_test, when):
-    """A failed test's feedback without the hidden case it quotes: what failed, the likely mistake if named,
-    and ``when`` the case itself is shown."""
-    # The diagnosis stays: the mistake's name, how the output goes wrong and under which condition quote no
-    # expected value.
-    told = [line for line in feedback.splitlines()
-            if line.startswith(("Likely mistake:", "How it goes wrong:", "When it goes wrong:"))]
-    checks = f" ({rubric_test.checks})" if rubric_test else ""
-    return "\n".join(filter(None, [f"Failed: a hidden case of this test{checks} does not pass.", *told,
-                                    f"Which case, and expected against got, is {when}."]))
+def without_the_case(test, rubric_test, when):
+    """What a student may read of a failed test before its hidden case is released (voice.before_release): what
+    failed, the diagnosis that quotes no case, of their own exception its class and line; and ``when`` the case is
+    shown. Built from the test's typed parts (``test``: a grade.TestResult), never from its text."""
+    from autograder.core import voice
+
+    return voice.before_release(test, rubric_test.checks if rubric_test else "", when)
 
 
 def grade_upload(submission_dir, unit, secrets=(), platform="Gradescope", student=None, course_secret=None):

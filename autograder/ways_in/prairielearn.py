@@ -167,7 +167,7 @@ def to_results(result, graded_file=None, sandboxed=True, warning=""):
         rubric_test = units.test_named(test.id)
         message = test.output
         if not test.passed and rubric_test is not None and rubric_test.details != "visible":
-            message = platform.without_the_case(message, rubric_test, "not shown on PrairieLearn")
+            message = platform.without_the_case(test, rubric_test, "not shown on PrairieLearn")
         tests.append({"name": test.id, "description": rubric_test.checks if rubric_test else "",
                       "points": test.score, "max_points": test.max_score, "message": message, "output": ""})
     lines = [warning] if warning else []

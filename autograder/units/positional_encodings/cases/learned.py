@@ -22,8 +22,10 @@ Left out of the contract, and why:
 
 import torch
 
-from autograder.core.cases import Case, Mistake, Verdict, failure_of, raises_check, returned_value, tensor_check
+from autograder.core.cases import (Case, Mistake, Verdict, failure_of, likely, raises_check, returned_value,
+                                   tensor_check)
 from autograder.core.compare import mismatch
+from autograder.core.voice import class_name
 from autograder.core.contracts import Contract, Factor, contract_cases, dtype_of
 
 NAME = "LearnedPositionalEmbedding"
@@ -76,19 +78,26 @@ def _forward_check(label, expected, mistakes=(), terms=None):
     return check
 
 
+VARIANCE_FOR_STD = ("the variance was given where the standard deviation belongs: N(0, 0.02**2) has standard "
+                    "deviation 0.02, so nn.init.normal_(w, std=0.02).")
+
+
 def _parameter_check(label, max_len, d_model):
     def check(outcome):
         if outcome is None or "missing" in outcome:
             return Verdict(False, failure_of(outcome, NAME))
         if "error" in outcome["init"]:
             return Verdict(False, failure_of(outcome["init"], f"{NAME}.__init__"))
+        if "weight" not in outcome:  # never from the worker once __init__ returned: the job's doing
+            return Verdict(False, f"{label}: self.weight could not be read back from the module.")
         weight = returned_value(outcome["weight"])
         if not isinstance(weight, torch.Tensor):
-            return Verdict(False, f"{label}: self.weight should be an nn.Parameter, but it is a {weight.type_name}.")
-        if not outcome["weight_is_parameter"]:
+            return Verdict(False, f"{label}: self.weight should be an nn.Parameter, but it is a "
+                                  f"{class_name(weight.type_name)}.")
+        if not outcome.get("weight_is_parameter"):
             return Verdict(False, f"{label}: self.weight is a plain tensor; wrap it in nn.Parameter so the "
                                   "optimiser can learn it.")
-        if not outcome["weight_registered"]:
+        if not outcome.get("weight_registered"):
             return Verdict(False, f"{label}: self.weight is not among the module's parameters(); assign it as "
                                   "self.weight = nn.Parameter(...) after super().__init__().")
         problem = mismatch(weight, torch.empty(max_len, d_model), what=f"{label}.weight")
@@ -96,10 +105,8 @@ def _parameter_check(label, max_len, d_model):
             return Verdict(False, problem)
         mean, std = weight.double().mean().item(), weight.double().std().item()
         if abs(std - 0.02**2) < 0.0001:
-            return Verdict(False, f"{label}.weight has standard deviation {std:.5f}, that is 0.02**2.\nLikely mistake: "
-                                  "the variance was given where the standard deviation belongs: N(0, 0.02**2) has "
-                                  "standard deviation 0.02, so nn.init.normal_(w, std=0.02).",
-                           mistake="the variance was given as the standard deviation")
+            return Verdict(False, f"{label}.weight has standard deviation {std:.5f}, that is 0.02**2.\n"
+                                  f"{likely((VARIANCE_FOR_STD,))}", mistake=VARIANCE_FOR_STD)
         if abs(std - 1.0) < 0.05:
             return Verdict(False, f"{label}.weight has standard deviation {std:.3f}: that is N(0, 1), the default "
                                   "of nn.Embedding. Draw it from N(0, 0.02**2): nn.init.normal_(w, std=0.02).")
@@ -201,7 +208,7 @@ def build(rng, generator):
         verdict = check(outcome)
         forward = (outcome or {}).get("forward") or {}
         if not verdict.passed and "ValueError" in forward.get("error", {}).get("mro", []):
-            return Verdict(False, verdict.message + f"\nLikely mistake: {off_by_one}")
+            return Verdict(False, verdict.message + f"\n{likely((off_by_one,))}", mistake=off_by_one)
         return verdict
 
     cases.append(Case("learned_length_check", label, _module_probe((max_len, d_model, "add"), x, weight), fits))
@@ -239,18 +246,20 @@ def build(rng, generator):
                 return forward(outcome)
             if "grad" not in outcome:
                 failed = failure_of(outcome.get("forward"), f"{NAME} forward or backward")
+                how = ""
                 if failed and "does not require grad" in failed:
-                    failed += ("\nHow it goes wrong: the output is not connected to weight, so nothing can flow "
-                               "back to it: use self.weight itself (slicing keeps the graph), never a detached "
-                               "copy (.detach(), .data, torch.tensor(...)).")
-                return Verdict(False, failed or f"{label}: no gradient came back.")
+                    how = ("the output is not connected to weight, so nothing can flow back to it: use self.weight "
+                           "itself (slicing keeps the graph), never a detached copy (.detach(), .data, "
+                           "torch.tensor(...)).")
+                    failed += f"\nHow it goes wrong: {how}"
+                return Verdict(False, failed or f"{label}: no gradient came back.", how=how)
             got = returned_value(outcome["grad"])
             if not isinstance(got, torch.Tensor):
                 return Verdict(False, f"{label} is None: weight took no part in the output. Use self.weight "
                                       "itself (slices keep the graph); do not copy or detach it.")
             problem = mismatch(got, expected, what=label, atol=1e-5, rtol=1e-5)
             if problem and first is not None and mismatch(got, first, what=label, atol=1e-5, rtol=1e-5) is None:
-                return Verdict(False, f"{problem}\nLikely mistake: {POSITIONS_FIRST}", mistake=POSITIONS_FIRST,
+                return Verdict(False, f"{problem}\n{likely((POSITIONS_FIRST,))}", mistake=POSITIONS_FIRST,
                                unnamed=problem)
             if problem and got.shape == expected.shape and (got[length:] != 0).any():
                 problem += f"\nRows {length}..{max_len - 1} should get no gradient: only weight[:L] is used."
