@@ -209,3 +209,69 @@ def test_the_plan_is_not_in_the_job_while_its_code_loads(break_grader, reference
     note = result.notes[-1]
     assert QUOTED + "SOUGHT 0 []" in note.split("\n"), note
     assert "_values/" not in note and "probes" not in note, note
+
+
+# --- a job started again that does not load ------------------------------------------------------------------
+
+# The first job dies in apply_rotary's cases; the one started again for the tasks after it is told which tasks it
+# runs (the header, in the worker's frame), and stops while loading when the first task is not among them.
+DIES_THEN_FAILS_TO_LOAD = '''
+
+import os as _os, sys as _sys
+_frame = _sys._getframe()
+while _frame is not None:
+    _header = _frame.f_locals.get("submission")
+    if isinstance(_header, dict) and "tasks" in _header and "rotary_angles" not in _header["tasks"]:
+        print("{marker} started again", file=_sys.stderr, flush=True)
+        _os._exit(3)
+    _frame = _frame.f_back
+
+
+def apply_rotary(*args, **kwargs):
+    _os._exit(0)
+'''
+
+
+def test_a_job_started_again_that_does_not_load_leaves_the_verdicts_received(break_grader, twin, reference,
+                                                                            tmp_path_factory):
+    path = tmp_path_factory.mktemp("again") / "rotary_alibi.py"
+    path.write_text(reference + DIES_THEN_FAILS_TO_LOAD.format(marker=MARKER))
+    result = break_grader.grade(path)
+    by_task = {}
+    for test in result.tests:
+        by_task.setdefault(test.task, []).append(test)
+    assert [test.score for test in by_task["rotary_angles"]] == [twin[test.id] for test in by_task["rotary_angles"]]
+    assert all(test.score == 0 and "exited with status 0" in test.output for test in by_task["apply_rotary"])
+    for task in TASKS[2:]:
+        assert all(test.score == 0 and "started again for the tests still open did not load" in test.output
+                   for test in by_task[task]), [test.output for test in by_task[task]]
+    assert MARKER not in _said(result)
+
+
+# --- a forged first frame whose words would start a line of the grader's --------------------------------------
+
+FORGER = '''
+
+import json as _json, os as _os, struct as _struct
+_body = _json.dumps({{"errors": [], "defined": [], {key!r}: 1}}).encode()
+_body = _struct.pack("<I", len(_body)) + _body
+for _fd in range(3, 64):
+    try:
+        _os.write(_fd, b"L" + _struct.pack("<Q", len(_body)) + _body)
+    except OSError:
+        pass
+'''
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                               HealthCheck.too_slow])
+@given(prefix=st.sampled_from(GRADER_PREFIXES[:3]), rest=st.text(alphabet="abc 0.5=", max_size=20),
+       before=st.sampled_from(["\n", "x\n", "\n\n"]))
+def test_a_forged_first_frame_s_words_start_no_line_of_the_note(break_grader, reference, tmp_path_factory, prefix,
+                                                                 rest, before):
+    path = tmp_path_factory.mktemp("forger") / "rotary_alibi.py"
+    path.write_text(reference + FORGER.format(key=before + prefix + rest))
+    result = break_grader.grade(path)
+    assert result.score == 0 and "broke the grader's protocol" in result.notes[-1], result.notes
+    for line in _said(result).split("\n"):
+        assert not line.startswith(GRADER_PREFIXES[:3]), line
