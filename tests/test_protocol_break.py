@@ -19,6 +19,7 @@ from autograder.core import units
 from autograder.core.grade import Grader
 from autograder.course.build import strip_markers
 from autograder.sandbox.server import Limits
+from autograder.ways_in import gradescope, prairielearn
 
 UNIT = units.get("rotary_alibi")
 TASKS = [task.name for task in UNIT.rubric.TASKS]  # in the order the job runs them; each is named for its function
@@ -50,9 +51,22 @@ def twin(break_grader, reference, tmp_path_factory):
     return {test.id: test.score for test in result.tests}
 
 
+def _texts(value):
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    return []
+
+
 def _said(result):
-    """Every student-facing text of a result: its notes, each test's output, Gradescope's top-level output."""
-    return "\n".join(result.notes + [test.output for test in result.tests] + [result.to_gradescope()["output"]])
+    """Every student-facing text of a result: its notes, each test's output, and every text of Gradescope's and
+    PrairieLearn's results.json for it."""
+    return "\n".join(result.notes + [test.output for test in result.tests]
+                     + _texts(gradescope.to_results(result, "rotary_alibi.py"))
+                     + _texts(prairielearn.to_results(result, "rotary_alibi.py")))
 
 
 # --- a break once the cases ran -------------------------------------------------------------------------------
@@ -155,7 +169,7 @@ def test_output_of_a_crash_while_loading_is_shown_and_marked_as_the_student_s(br
     quoted = block.split("\n")
     assert quoted[0] == QUOTED + "SHOWN-WHILE-LOADING", note
     assert all(line.startswith(QUOTED) for line in quoted), note
-    for line in "\n".join(result.notes).split("\n"):
+    for line in _said(result).split("\n"):
         assert not line.startswith(GRADER_PREFIXES[:3]), line
     for test in result.tests:
         assert test.output == note
