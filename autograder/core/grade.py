@@ -28,6 +28,7 @@ from autograder.sandbox.server import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkS
                                 resolve_sandbox, run_submission, serialize_plan, visible_to_jobs)
 
 CASE_SETS_KEPT = 64  # hidden case sets kept built (one per seed: per student with a course secret)
+STUDENT_LINE = "    | "  # the start of each line of a student's output quoted in a note
 MACHINE_ATTEMPTS = 3  # a job that the machine could not start is tried this many times before the row says so
 _clock = time.monotonic  # the class run's watchdog's clock (a test's clock stalls a run at will)
 
@@ -552,8 +553,11 @@ class Grader:
         with self.machine.shared():
             outcome = run_submission(submission, plan, rubric.TASK_NAMES, self.limits, self.server)
         if outcome.load_failure:
-            stderr = outcome.stderr.strip()
-            detail = f"\nLast output of your code:\n{stderr[-1500:]}" if stderr else ""
+            # What the code printed before it was sent any hidden input (RunOutcome.stderr), each line marked as
+            # the student's: none can pass for a line of the grader's ("Likely mistake: ...").
+            stderr = inert(outcome.stderr.strip()[-1500:])
+            detail = "\nLast output of your code:\n" + "\n".join(
+                STUDENT_LINE + line for line in stderr.split("\n")) if stderr else ""
             return _all_failed(self.unit, submission.name, path, f"Not graded: {outcome.load_failure}{detail}",
                                submission.skipped)
         notes = _load_notes(submission, outcome.loaded)

@@ -199,7 +199,7 @@ def record(required, optional=None):
         if missing or unknown:
             raise ProtocolError(f"{where}: " + "; ".join(
                 ([f"missing {', '.join(missing)}"] if missing else [])
-                + ([f"unexpected {', '.join(inert(str(key))[:40] for key in unknown[:3])}"] if unknown else [])))
+                + ([f"unexpected {', '.join(repr(inert(str(key))[:40]) for key in unknown[:3])}"] if unknown else [])))
         return {key: (required.get(key) or optional[key])(item, f"{where}.{key}") for key, item in value.items()}
     return check
 

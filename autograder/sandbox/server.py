@@ -70,6 +70,8 @@ class RunOutcome:
     results: dict = field(default_factory=dict)  # task -> {probe id: outcome}
     failures: dict = field(default_factory=dict)  # task -> why it has no results
     load_failure: str = ""  # set when the code never finished loading
+    # What the job wrote to stderr before it was sent the hidden inputs (before its L frame): the only output of a
+    # job that is ever returned, for a load failure to quote. What it wrote later may hold hidden values.
     stderr: str = ""
 
 
@@ -294,11 +296,11 @@ def child_environment(sandboxed=True):
     return environment
 
 
-def tail(handle, limit):
-    """The last ``limit`` bytes written to the open file ``handle``, as text."""
+def tail(handle, limit, end=None):
+    """The last ``limit`` bytes written to the open file ``handle`` (of its first ``end`` bytes), as text."""
     try:
-        size = os.fstat(handle.fileno()).st_size
-        text = os.pread(handle.fileno(), limit, max(0, size - limit)).decode("utf-8", "replace")
+        size = os.fstat(handle.fileno()).st_size if end is None else end
+        text = os.pread(handle.fileno(), min(limit, size), max(0, size - limit)).decode("utf-8", "replace")
     except OSError:
         return ""
     return ("[...]\n" if size > limit else "") + text
@@ -750,11 +752,37 @@ def send_all(fd, data):
         return False
 
 
+def _send_later(fd, data, after=None):
+    """Write ``data`` to a job's input pipe from a thread of its own (the job may not read it at once), once the
+    thread ``after`` has written what it had; returns the thread."""
+    def send():
+        if after is not None:
+            after.join()
+        send_all(fd, data)
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
 RESULTS_BYTES = 256 * 1024**2
 
 
+def _broke_while(task, kind):
+    """The failure of each task still open when the job broke the protocol once it had the hidden cases. Nothing
+    the job wrote is quoted (its output, its frames: they may hold values of the hidden inputs), but the kind of an
+    unknown frame, one byte."""
+    what = f"a frame of kind {kind!r}" if kind not in (None, b"R") else "a frame the grader cannot read"
+    return (f"your code wrote on the grader's private pipe ({what}) while the tests of {task} ran, which ends "
+            "the job: no test still open could be graded. Your code must not write to the grader's pipes")
+
+
 def _run_once(server, submission, plan, tasks, limits, deadline):
-    """One job for ``tasks``; returns (loaded, results, failures, load_failure, stderr)."""
+    """One job for ``tasks``; returns (loaded, results, failures, load_failure, stderr).
+
+    The job gets the header (its code) first, and the plan (the probes: the hidden inputs) only once it has said
+    that its code loaded (its L frame). ``stderr`` is what the job wrote there before then: all that a failure to
+    load may quote. What it wrote once it had the plan may hold values of hidden inputs, and is never returned.
+    """
     results, failures = {}, {}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         job = server.spawn({"mode": "grade", "scratch_bytes": limits.scratch_bytes}, out.fileno(), err.fileno(),
@@ -763,30 +791,35 @@ def _run_once(server, submission, plan, tasks, limits, deadline):
                              "limits": _child_limits(limits), "module": plan.module,
                              "unit_code": plan.unit_code}).encode()
         frames = _Frames(job.output, RESULTS_BYTES)
-        job.writer = threading.Thread(target=send_all, daemon=True,
-                                      args=(job.input, frame(b"S", header) + frame(b"P", plan.data)))
-        job.writer.start()
-        loaded, pending = None, list(tasks)
+        job.writer = _send_later(job.input, frame(b"S", header))
+        loaded, pending, before_plan = None, list(tasks), None
         started = last_progress = time.monotonic()
         timed_out = problem = protocol_error = ""
+        broken_by = None  # the kind of the last frame read: the one that broke the protocol, if one did
 
         def take(received):
             # Every frame is checked before use: the submission's code can write to this pipe too.
-            nonlocal loaded, last_progress
+            nonlocal loaded, last_progress, before_plan, broken_by
             for kind, payload in received:
+                broken_by = kind
                 if kind == b"L":
                     if loaded is None:
                         loaded = protocol.loaded(payload)
+                        # What the job wrote so far, it wrote before any hidden input was in its reach.
+                        before_plan = os.fstat(err.fileno()).st_size
+                        if not job.ended:
+                            job.writer = _send_later(job.input, frame(b"P", plan.data), after=job.writer)
                 elif kind == b"R" and loaded is not None:
                     task, _, data = payload.partition(b"\0")
                     task = task.decode("utf-8", "replace")
                     if task not in pending:
                         continue
-                    del pending[:pending.index(task) + 1]
                     results[task] = protocol.task_results(data, plan.probes.get(task, {}))
+                    del pending[:pending.index(task) + 1]
                 else:
                     raise protocol.ProtocolError(f"a frame of kind {kind!r} where {'R' if loaded else 'L'} was due")
                 last_progress = time.monotonic()
+            broken_by = None  # a frame that fails to arrive whole (_Frames.read) has no kind to name
 
         try:
             while pending:
@@ -811,12 +844,16 @@ def _run_once(server, submission, plan, tasks, limits, deadline):
         except TooMuch as error:
             problem = str(error)
         except protocol.ProtocolError as error:
-            protocol_error = f"the submission broke the grader's protocol ({error})"
+            if loaded is None:  # no hidden input was in the job's reach: the error may name what it wrote
+                protocol_error = f"the submission broke the grader's protocol ({error})"
+            else:  # the tasks received keep their verdicts; the others end with the job, and nothing is quoted
+                failures.update({task: _broke_while(pending[0], broken_by) for task in pending})
+                pending = []
         said = _describe_exit(job.exit_code if job.ended else None, job.group, limits) if job.ended else None
         code = job.stop()  # also whatever it left running: the job's namespace goes with it
         said = said or _describe_exit(code)
-        stderr = inert(tail(err, limits.output_bytes))
-    if protocol_error:  # the whole submission: honest code never writes to the worker's pipes
+        stderr = inert(tail(err, limits.output_bytes, before_plan))
+    if protocol_error:  # before it loaded, the whole submission: honest code never writes to the worker's pipes
         return None, {}, {}, protocol_error + ". Your code must not write to the grader's pipes.", stderr
     if problem:
         return loaded, results, {task: problem for task in pending}, "" if loaded else f"{problem}.", stderr
@@ -845,6 +882,13 @@ def run_submission(submission, plan, task_names, limits=None, server=None):
             loaded, results, failures, load_failure, stderr = _run_once(server, submission, plan, remaining,
                                                                         limits, deadline)
             outcome.stderr = stderr or outcome.stderr
+            if load_failure and outcome.loaded is not None:
+                # A job started again for the tasks still open (an earlier one hung or died) did not load: those
+                # tasks fail, the verdicts received stand. Its output is not quoted here: no load failure is said.
+                for task in remaining:
+                    outcome.failures[task] = ("the job started again for the tests still open did not load: "
+                                              + load_failure.rstrip("."))
+                break
             if load_failure:
                 outcome.load_failure = load_failure
                 break

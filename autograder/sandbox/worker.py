@@ -983,20 +983,25 @@ def _write_all(fd, data):
 
 
 def _grade_job(job_in, job_out):
-    """A correctness job: read the submission and the probes, load the code, run each task's probes."""
-    _, header = read_frame(job_in)
-    _, plan_bytes = read_frame(job_in)
-    os.close(job_in)
-    submission = json.loads(header)
-    import io
+    """A correctness job: read the submission, load the code, say so; then read the probes and run each task's.
 
-    plan = torch.load(io.BytesIO(plan_bytes), weights_only=True)
+    The grader sends the probes (the hidden inputs) only once it has the L frame: nothing of them is in the job
+    while the submission's top-level code runs, and what that code printed holds none of them.
+    """
+    _, header = read_frame(job_in)
+    submission = json.loads(header)
     _limit_self(submission.get("limits", {}))
     chunks = submission["chunks"]
     unit = _unit_code(submission)
     namespace, errors = _load(chunks, submission["filename"], submission.get("module", "submission"))
     defined = sorted(name for name in namespace if not name.startswith("__"))[:500]
     _write_all(job_out, frame(b"L", pack({"errors": errors, "defined": defined})))
+    os.set_blocking(job_in, True)  # as it was, whatever the code did to it while it loaded
+    _, plan_bytes = read_frame(job_in)
+    os.close(job_in)
+    import io
+
+    plan = torch.load(io.BytesIO(plan_bytes), weights_only=True)
     wanted = submission.get("tasks")
     for task in plan["tasks"]:
         if wanted is not None and task["task"] not in wanted:
