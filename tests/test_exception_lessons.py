@@ -12,6 +12,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from autograder.core.cases import EXCEPTION_LESSONS, failure_of, lesson_of
+from autograder.core import voice
 from conftest import by_test
 
 LESSONS = [lesson for _, _, lesson in EXCEPTION_LESSONS]
@@ -63,7 +64,7 @@ def test_any_error_ends_in_a_sentence_that_teaches_and_keeps_the_line(kind, mess
     told = failure_of({"error": error}, "f(x)")
     lesson = lesson_of(error)
     assert lesson in LESSONS and told.endswith("\n" + lesson)
-    assert (f"(raised at {where})" in told) == bool(where)
+    assert (f"(raised at {voice.quote(where)})" in told) == bool(where)  # the job's text: quoted, on one line
     assert re.fullmatch(r"[A-Z].*\.", lesson, re.DOTALL), "a lesson is a sentence"
 
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.core import units
+from autograder.core import units, voice
 from autograder.core.grade import Grader
 from autograder.course.build import strip_markers
 from autograder.sandbox.server import Limits
@@ -24,7 +24,7 @@ from autograder.ways_in import gradescope, prairielearn
 UNIT = units.get("rotary_alibi")
 TASKS = [task.name for task in UNIT.rubric.TASKS]  # in the order the job runs them; each is named for its function
 MARKER = "LEAKED-INPUTS"
-QUOTED = "    | "  # how each line of a student's output is shown (autograder/core/grade.py)
+QUOTED = voice.BLOCK_LINE  # how each line of a student's output is shown (autograder/core/voice.py)
 GRADER_PREFIXES = ("Likely mistake:", "How it goes wrong:", "When it goes wrong:", "Not graded:",
                    "Last output of your code:")
 

@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from autograder.core.compare import mismatch, relation, torch_error_meaning
+from autograder.core.compare import first_wrong, mismatch, relation, torch_error_meaning
 from autograder.core.voice import class_name, name_of, quote
 
 
@@ -37,6 +37,7 @@ class Verdict:
     # names the one its other failing cases show too.
     explained: tuple = ()
     how: str = ""  # on a failure no known mistake explains, how the output relates to the right one (the grader's)
+    first_wrong: tuple = None  # the index of the output's first wrong entry, where it has the right shape
 
     def explanations(self):
         """((mistake, message), ...) for every known mistake that explains the output; () where none does."""
@@ -353,7 +354,8 @@ def device_check(label, expected_device, expected_shape, expected_dtype, inputs=
         elif "shape" in value:  # a tensor without data (worker._described)
             shape, dtype = tuple(value["shape"]), getattr(torch, value["dtype"])
         else:
-            return Verdict(False, f"{label} should be a torch.Tensor, but it is a {class_name(value.get('type_name', 'object'))}.")
+            shown = class_name(value.get("type_name", "object"))
+            return Verdict(False, f"{label} should be a torch.Tensor, but it is a {shown}.")
         device = device_of(outcome)
         if device != expected_device:
             return Verdict(False, f"{label} returned a tensor on {device}, expected {expected_device}: build new "
@@ -423,10 +425,13 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
         also = f"\nAlso: {changed}" if changed else ""
         how = how and how + (f" {meaning}" if meaning else "")
         told = (f"{problem}\nHow it goes wrong: {how}" if how else problem) + also
+        index = first_wrong(got, next((answer for answer in right if isinstance(got, torch.Tensor)
+                                       and answer.shape == got.shape), expected), atol=atol, rtol=rtol)
         if found:
             named = tuple((explanation, f"{problem}\n{likely((explanation,))}{also}") for explanation in found)
-            return Verdict(False, named[0][1], mistake=found[0], unnamed=told, explained=named, how=how or "")
-        return Verdict(False, told, how=how or "")
+            return Verdict(False, named[0][1], mistake=found[0], unnamed=told, explained=named, how=how or "",
+                           first_wrong=index)
+        return Verdict(False, told, how=how or "", first_wrong=index)
 
     # What the check holds, for tools that read a unit's cases (check-unit: is each declared mistake caught?).
     check.expected, check.mistakes, check.atol, check.rtol = expected, tuple(mistakes), atol, rtol
@@ -480,7 +485,8 @@ def raises_check(label, exception="ValueError", why="", must_mention=()):
                                       "say which values are in conflict, so the user can fix the call.")
             return Verdict(True)
         got = returned_value(outcome)
-        shown = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else f"a {class_name(got.type_name)}"
+        shown = (f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor)
+                 else f"a {class_name(got.type_name)}")
         return Verdict(False, f"{label} should raise {exception}{why}, but it returned {shown}.")
 
     return check

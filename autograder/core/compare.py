@@ -79,6 +79,24 @@ def _not_finite_notes(got, expected, wrong, shape, lead):
     return notes
 
 
+def first_wrong(got, expected, *, atol=1e-5, rtol=1e-5):
+    """The index of the first entry of ``got`` that ``expected`` does not accept (as ``mismatch`` reads it), as a
+    tuple; None where the two are no tensors of one shape, or agree."""
+    if not (isinstance(got, torch.Tensor) and isinstance(expected, torch.Tensor)) or got.shape != expected.shape \
+            or not got.numel() or "meta" in (got.device.type, expected.device.type):
+        return None
+    got_cpu, expected_cpu = got.detach().to("cpu"), expected.detach().to("cpu")
+    if expected_cpu.is_floating_point() or expected_cpu.is_complex():
+        wrong = ~_agrees(got_cpu.to(torch.float64), expected_cpu.to(torch.float64),
+                         torch.as_tensor(atol, dtype=torch.float64), rtol)
+    else:
+        wrong = got_cpu != expected_cpu
+    if not wrong.any():
+        return None
+    flat = int(wrong.flatten().nonzero()[0])
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(got.shape))) if got.dim() else ()
+
+
 def mismatch(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, check_dtype=True):
     """Return None when ``got`` matches ``expected``, else a message saying how it does not.
 

@@ -28,7 +28,6 @@ from autograder.sandbox.server import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkS
                                 resolve_sandbox, run_submission, serialize_plan, visible_to_jobs)
 
 CASE_SETS_KEPT = 64  # hidden case sets kept built (one per seed: per student with a course secret)
-STUDENT_LINE = "    | "  # the start of each line of a student's output quoted in a note
 MACHINE_ATTEMPTS = 3  # a job that the machine could not start is tried this many times before the row says so
 _clock = time.monotonic  # the class run's watchdog's clock (a test's clock stalls a run at will)
 
@@ -305,7 +304,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
             return None
         message = dict(verdict.explanations())[shown[0]].replace(likely(shown[:1]), likely(shown), 1)
         return Verdict(False, message, mistake=shown[0], raised=verdict.raised, unnamed=verdict.unnamed,
-                       explained=tuple(pair for pair in verdict.explanations() if pair[0] in shown), how=verdict.how)
+                       explained=tuple(pair for pair in verdict.explanations() if pair[0] in shown), how=verdict.how,
+                       first_wrong=verdict.first_wrong)
 
     for test in tests:
         functions = " and ".join(unit.rubric.TASK_BY_NAME[test.task].functions)
@@ -331,8 +331,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
             if verdict is not None and not verdict.passed:
                 if verdict.mistake:
                     # a mistake that explains this case but not all the test's failures is not the mistake made
-                    verdict = named_throughout(test.id, verdict) or Verdict(False, verdict.unnamed, raised=verdict.raised,
-                                                                            how=verdict.how)
+                    verdict = named_throughout(test.id, verdict) or Verdict(
+                        False, verdict.unnamed, raised=verdict.raised, how=verdict.how, first_wrong=verdict.first_wrong)
                 problems.append(verdict.message)
                 named, first = verdict.mistake, (case, verdict)
             elif verdict is not None and verdict.message and verdict.message not in remarks:
@@ -353,6 +353,7 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
                 outcome = results.get(case.id)
                 kind = _kind_of(outcome)
                 error = _student_error(outcome, case, lines) if kind == voice.RAISED else None
+                parts["first_wrong"] = verdict.first_wrong
                 if named:
                     parts["mistakes"] = tuple(mistake for mistake, _ in verdict.explanations())
                 else:
@@ -368,7 +369,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
                         parts["when"] = condition
             elif unchecked:
                 kind = voice.GRADER_FAULT
-            if (kind == voice.MISSING or (error is not None and error.type == "NameError")) and notes:  # the notes themselves are read once, before every test
+            # The notes themselves are read once, before every test.
+            if (kind == voice.MISSING or (error is not None and error.type == "NameError")) and notes:
                 output += "\nWhy it is missing: the notes at the top say which of your code did not run."
             graded.append(TestResult(test.id, test.task, 0, test.points, output, unchecked, kind=kind,
                                      diagnosis=voice.Diagnosis(**parts), error=error))
@@ -555,9 +557,8 @@ class Grader:
         if outcome.load_failure:
             # What the code printed before it was sent any hidden input (RunOutcome.stderr), each line marked as
             # the student's: none can pass for a line of the grader's ("Likely mistake: ...").
-            stderr = inert(outcome.stderr.strip()[-1500:])
-            detail = "\nLast output of your code:\n" + "\n".join(
-                STUDENT_LINE + line for line in stderr.split("\n")) if stderr else ""
+            stderr = outcome.stderr.strip()
+            detail = "\nLast output of your code:\n" + voice.block(stderr) if stderr else ""
             return _all_failed(self.unit, submission.name, path, f"Not graded: {outcome.load_failure}{detail}",
                                submission.skipped)
         notes = _load_notes(submission, outcome.loaded)

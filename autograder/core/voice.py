@@ -44,6 +44,7 @@ LEADS = ("Likely mistake:", "Or, with exactly this output on every case that fai
 
 _DECIMAL = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?(?![\w.])|(?<![\w.])[-+]?\d+e[-+]?\d+(?![\w.])")
 QUOTED_CHARACTERS = 400  # of one student text: a message longer than that is cut, and the cut is marked
+BLOCK_LINE = "    | "  # the start of each line of a student's output shown as a block
 
 
 @dataclass(frozen=True)
@@ -154,8 +155,8 @@ def block(text, limit=1500):
     grader's. The last ``limit`` characters, the cut marked."""
     text = str(text)
     if len(text) > limit:
-        text = "[...]" + text[-limit:]
-    return "\n".join(f"    | {line}" for line in inert(text).split("\n"))
+        text = text[-limit:]
+    return "\n".join(f"{BLOCK_LINE}{line}" for line in inert(text).split("\n"))
 
 
 def before_release(test, checks="", when_shown="shown once the hidden cases are released"):
@@ -172,7 +173,8 @@ def before_release(test, checks="", when_shown="shown once the hidden cases are 
         return f"Failed: the function is not implemented yet (it raised NotImplementedError){what}."
     if test.error is not None:
         lines.append(test.error.at_once() + " Its message may quote the hidden case's values, so it is "
-                     f"{when_shown}, with the case.")
+                     f"{when_shown}, with the case; your self-checks (pytest -k {test.task}) show what it says on "
+                     "inputs of their own.")
         if test.error.lesson:
             lines.append(test.error.lesson)
     # A relation's constants are read off the student's output ("off by the same constant, +0.3683"), which the
@@ -206,7 +208,8 @@ def parts_from(saved):
     first = diagnosis.get("first_wrong")
     return {"kind": text(saved.get("kind")),
             "diagnosis": Diagnosis(tuple(text(m) for m in diagnosis.get("mistakes") or () if text(m)),
-                                   text(diagnosis.get("how")), text(diagnosis.get("when")), text(diagnosis.get("sizes")),
+                                   text(diagnosis.get("how")), text(diagnosis.get("when")),
+                                   text(diagnosis.get("sizes")),
                                    tuple(first) if isinstance(first, list) and all(type(i) is int for i in first)
                                    else None),
             "error": None if error is None else StudentError(text(error.get("type")), text(error.get("message")),
