@@ -95,16 +95,6 @@ def hidden_values():
 VALUES = hidden_values()
 
 
-def _texts(value):
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [text for item in value.values() for text in _texts(item)]
-    if isinstance(value, list):
-        return [text for item in value for text in _texts(item)]
-    return []
-
-
 def assert_no_forged_line(text, where):
     """Hole 1: no line of ``text`` starts with one of the student's lines that imitate the grader's."""
     for line in str(text).splitlines():
