@@ -5,11 +5,14 @@ called and its inputs drawn, in its job.py). A path is timed only when
 the correctness tests of its own tasks pass (a wrong helper is replaced by the
 grader's stand-in for the timing, in both jobs: it has cost its own task's
 points already), and gets no points when its functions, the helper's
-included, hold a Python loop over positions: a static check of the source finds
-every loop (and refuses what it cannot read), and a path with loops is run at
-growing sequence lengths with its steps counted, so that a loop whose count does
-not change with the length (over heads, over (q, k)) is timed like any other code
-(``count_loops``; loop_check.py says how it counts). Both are reported on lines of their own.
+included, run a Python loop over positions: a static check of the source finds
+the loops written there (and refuses what it cannot read), and every path, loops
+seen or not, is run at growing sequence lengths (fixed ones, the timed one, and
+some drawn for each count) with its steps counted, so that a loop no text shows
+(iteration driven from C, recursion through an operator) loses the tier, and a
+loop whose count does not change with the length (over heads, over (q, k)) is
+timed like any other code (``count_loops``; loop_check.py says how it counts).
+Both are reported on lines of their own.
 
 The rubric's rule for a path that computes the wrong thing (one of the ``requires`` tasks fails a value test):
 its timing points are withheld, and the timing row says so, with the figure, as a charge of its own. The path is
@@ -739,8 +742,8 @@ def withheld_words(rubric, path, test, failing):
             "passes, the path is timed.")
 
 
-# Said under a loop over positions. The static check finds every loop in the text; what a loop runs over is
-# measured: the path is run at growing lengths and its steps counted (autograder/core/loop_check.py, ``counted``).
+# Said under a loop over positions. The static check finds the loops written in the text; what runs is measured,
+# for every path: it is run at growing lengths and its steps counted (autograder/core/loop_check.py, ``counted``).
 LOOP_ADVICE = ("A Python loop over positions gets no timing points, whatever its time: the grader runs the score path "
                "at growing sequence lengths and counts, in each call, the lines your code runs and the tensor "
                "operations; a count that changes with the length is a loop over positions. Use tensor operations "
@@ -748,25 +751,44 @@ LOOP_ADVICE = ("A Python loop over positions gets no timing points, whatever its
                "length grows (over the heads, over (q, k), over a few settings) is timed like any other code.")
 
 
-def count_spec(rubric, path, stand_ins=None):
-    """The timing job's spec for counting ``path``'s steps: the CPU sizes with one batch, up to the longest of
-    ``TIMING_COUNT_LENGTHS`` (each count names its own length)."""
-    sizes = rubric.TIMING_SIZES["cpu"]
-    spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
-            "warmup": 0, "batch": 1, "heads": sizes["heads"], "length": max(rubric.TIMING_COUNT_LENGTHS),
+COUNT_DRAWN = 3  # lengths drawn afresh for each count, besides the fixed ones and the timed one
+
+
+def count_lengths(rubric, device, rng):
+    """The sequence lengths a path's steps are counted at, shortest first: the fixed ``TIMING_COUNT_LENGTHS``, the
+    length the tier times at on ``device``, and ``COUNT_DRAWN`` lengths drawn with ``rng`` for this count alone
+    between the shortest and the longest of those. A loop that runs only at some lengths (above a threshold, at
+    the timed length) shows at one of them; no list a submission could know in advance decides where it is
+    counted."""
+    fixed = set(rubric.TIMING_COUNT_LENGTHS) | {rubric.TIMING_SIZES[device]["length"]}
+    low, high = min(fixed), max(fixed)
+    drawn = {rng.randint(low + 1, high - 1) for _ in range(COUNT_DRAWN)}
+    return tuple(sorted(fixed | drawn))
+
+
+def count_spec(rubric, path, stand_ins=None, device="cpu", lengths=None):
+    """The timing job's spec for counting ``path``'s steps on ``device``: its sizes with one batch, up to the
+    longest of ``lengths`` (by default ``TIMING_COUNT_LENGTHS``; each count names its own length)."""
+    sizes = rubric.TIMING_SIZES[device]
+    spec = {"path": path.name, "device": device, "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
+            "warmup": 0, "batch": 1, "heads": sizes["heads"], "length": max(lengths or rubric.TIMING_COUNT_LENGTHS),
             "head_dim": sizes["head_dim"]}
     if stand_ins:
         spec["stand_ins"] = dict(stand_ins)
     return spec
 
 
-def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None):
-    """A path whose static check found loops (``loops``) and nothing it cannot read, run in the student's job at
-    each of ``TIMING_COUNT_LENGTHS`` with its steps counted (``loop_check.counted``). Returns None when the count
-    stays the same at every length (the path is then timed), else the summary of a path that gets no timing points; the
-    counts go to ``lines``. Raises ChildFailed when the job fails a count."""
+def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, device="cpu"):
+    """Every timed path, whatever its static check found (``loops``: the loops it saw, maybe none), run in the
+    student's job at each of ``count_lengths`` with its steps counted (``loop_check.counted``): every line of the
+    submission's code that runs, in any of its frames (a callback from C included: a sort key, an iterator's
+    __next__, a __deepcopy__), and every torch operation. Returns None when the count stays the same at every length
+    (the path is then timed), else the summary of a path that gets no timing points; the counts go to ``lines``.
+    Raises ChildFailed when the job fails a count (a thread started while counting is refused: its work would not be
+    counted)."""
     rng = rng or random.SystemRandom()
-    spec = count_spec(rubric, path, stand_ins)
+    lengths = count_lengths(rubric, device, rng)
+    spec = count_spec(rubric, path, stand_ins, device, lengths)
     reply, _ = student.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
     if "error" in reply:
         raise ChildFailed(f"it raised {_error_text(reply)} on the inputs of the count of its steps "
@@ -774,8 +796,7 @@ def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None):
     counts = []
     # The first call is counted and set aside: what a path does once (a table built, a module imported) is not a
     # step of each call. Then one call at each length.
-    lengths = (rubric.TIMING_COUNT_LENGTHS[0],) + tuple(rubric.TIMING_COUNT_LENGTHS)
-    for number, length in enumerate(lengths):
+    for number, length in enumerate((lengths[0],) + lengths):
         reply, _ = student.request({"command": "count", "seed": rng.getrandbits(48), "length": length}, SETUP_SECONDS)
         if "error" in reply:
             raise ChildFailed(f"it raised {_error_text(reply)} while its steps were counted at L = {length}")
@@ -792,10 +813,13 @@ def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None):
                          f"operations): {counts_words(counts)}. The count changes with the length: the loop "
                          "runs over positions.")
             lines.append(LOOP_ADVICE)
-            return f"No points: a Python loop over positions ({loops[0]})."
+            seen = f" ({loops[0]})" if loops else " (the static check saw none: it runs where no loop is written)"
+            return f"No points: a Python loop over positions{seen}."
+    said = "The loop's count does" if loops else "The count does"
     lines.append(f"Counted in one call at each sequence length (lines of your code run, and tensor operations): "
-                 f"{counts[0][1]} at every length from L = {counts[0][0]} to {counts[-1][0]}. The loop's count does "
-                 "not change with the length: it is not a loop over positions, and the path is timed.")
+                 f"{counts[0][1]} at every length from L = {counts[0][0]} to {counts[-1][0]} ({len(counts)} lengths, "
+                 f"some drawn for this count). {said} not change with the length: it is not a loop over positions, "
+                 "and the path is timed.")
     return None
 
 
@@ -889,16 +913,16 @@ PATH_ATTEMPTS = 3  # a path whose timing failed through the grader's fault is ti
 
 
 def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, loops=()):
-    """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary). A path with
-    ``loops`` has its steps counted first (``count_loops``): one that loops over positions is not timed."""
-    if loops:
-        try:
-            verdict = count_loops(rubric, path, student, loops, lines, stand_ins)
-        except ChildFailed as error:
-            lines.append(f"Count of the path's steps: not made: {error}.")
-            return 0.0, f"No points: {error}."
-        if verdict:
-            return 0.0, verdict
+    """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary). Every path
+    has its steps counted first (``count_loops``), whatever the static check saw (``loops``, its first message to
+    the student): one that loops over positions is not timed."""
+    try:
+        verdict = count_loops(rubric, path, student, loops, lines, stand_ins, device=device)
+    except ChildFailed as error:
+        lines.append(f"Count of the path's steps: not made: {error}.")
+        return 0.0, f"No points: {error}."
+    if verdict:
+        return 0.0, verdict
     sizes = rubric.TIMING_SIZES[device]
     fractions, summaries = [], []
     for dtype in sizes["dtypes"]:
