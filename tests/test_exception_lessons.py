@@ -49,7 +49,7 @@ def test_a_real_error_is_told_with_the_student_s_line_and_the_lesson_of_its_kind
     error = _error_of(call)
     told = failure_of({"error": error}, "f(x)")
     assert told.startswith(f"f(x) raised {error['type']}")
-    assert "(raised at your file, line 7: return q @ k)" in told
+    assert f"(raised at {voice.quote('your file, line 7: return q @ k')})" in told  # the job's words: quoted
     assert told.endswith("\n" + lesson), told
 
 

@@ -67,7 +67,8 @@ class Mistake:
 
 
 class Returned:
-    """A stand-in for a non-tensor the student's function returned (the object stays in their process)."""
+    """A stand-in for a non-tensor the student's function returned (the object stays in their process). Its
+    ``type_name`` is as the feedback shows it (voice.class_name: a name the student's code gave is quoted)."""
 
     def __init__(self, type_name, text):
         self.type_name, self.text = type_name, text
@@ -213,7 +214,7 @@ def returned_value(outcome):
     value = outcome["value"]
     if "tensor" in value:
         return value["tensor"]
-    return Returned(value.get("type_name", "object"), value.get("repr", ""))
+    return Returned(class_name(value.get("type_name", "object")), value.get("repr", ""))
 
 
 def device_of(outcome):
@@ -486,7 +487,7 @@ def raises_check(label, exception="ValueError", why="", must_mention=()):
             return Verdict(True)
         got = returned_value(outcome)
         shown = (f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor)
-                 else f"a {class_name(got.type_name)}")
+                 else f"a {got.type_name}")
         return Verdict(False, f"{label} should raise {exception}{why}, but it returned {shown}.")
 
     return check

@@ -25,7 +25,6 @@ import torch
 from autograder.core.cases import (Case, Mistake, Verdict, failure_of, likely, raises_check, returned_value,
                                    tensor_check)
 from autograder.core.compare import mismatch
-from autograder.core.voice import class_name
 from autograder.core.contracts import Contract, Factor, contract_cases, dtype_of
 
 NAME = "LearnedPositionalEmbedding"
@@ -93,7 +92,7 @@ def _parameter_check(label, max_len, d_model):
         weight = returned_value(outcome["weight"])
         if not isinstance(weight, torch.Tensor):
             return Verdict(False, f"{label}: self.weight should be an nn.Parameter, but it is a "
-                                  f"{class_name(weight.type_name)}.")
+                                  f"{weight.type_name}.")
         if not outcome.get("weight_is_parameter"):
             return Verdict(False, f"{label}: self.weight is a plain tensor; wrap it in nn.Parameter so the "
                                   "optimiser can learn it.")
