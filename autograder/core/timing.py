@@ -754,15 +754,17 @@ LOOP_ADVICE = ("A Python loop over positions gets no timing points, whatever its
 COUNT_DRAWN = 3  # lengths drawn afresh for each count, besides the fixed ones and the timed one
 
 
-def count_lengths(rubric, device, rng):
+def count_lengths(rubric, device, rng, count_from=0):
     """The sequence lengths a path's steps are counted at, shortest first: the fixed ``TIMING_COUNT_LENGTHS``, the
     length the tier times at on ``device``, and ``COUNT_DRAWN`` lengths drawn with ``rng`` for this count alone
-    between the shortest and the longest of those. A loop that runs only at some lengths (above a threshold, at
-    the timed length) shows at one of them; no list a submission could know in advance decides where it is
+    between the shortest and the longest of those; none below the path's ``count_from`` (its count settles there,
+    by its declared settings), the timed length always. A loop that runs only at some lengths (above a threshold,
+    at the timed length) shows at one of them; no list a submission could know in advance decides where it is
     counted."""
-    fixed = set(rubric.TIMING_COUNT_LENGTHS) | {rubric.TIMING_SIZES[device]["length"]}
-    low, high = min(fixed), max(fixed)
-    drawn = {rng.randint(low + 1, high - 1) for _ in range(COUNT_DRAWN)}
+    timed = rubric.TIMING_SIZES[device]["length"]
+    fixed = {length for length in rubric.TIMING_COUNT_LENGTHS if length >= count_from} | {timed}
+    low, high = min(fixed | {count_from}), max(fixed)
+    drawn = {rng.randint(low + 1, high - 1) for _ in range(COUNT_DRAWN)} if high - low > 2 else set()
     return tuple(sorted(fixed | drawn))
 
 
@@ -787,7 +789,7 @@ def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, d
     Raises ChildFailed when the job fails a count (a thread started while counting is refused: its work would not be
     counted)."""
     rng = rng or random.SystemRandom()
-    lengths = count_lengths(rubric, device, rng)
+    lengths = count_lengths(rubric, device, rng, path.count_from)
     spec = count_spec(rubric, path, stand_ins, device, lengths)
     reply, _ = student.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
     if "error" in reply:

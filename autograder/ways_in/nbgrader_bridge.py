@@ -174,7 +174,7 @@ def _loops_over_positions(unit, path, namespace, stand_ins=None):
     from autograder.core.timing import count_lengths, count_spec
 
     rubric, job = unit.rubric, _job_code(unit)
-    lengths = count_lengths(rubric, "cpu", random.SystemRandom())
+    lengths = count_lengths(rubric, "cpu", random.SystemRandom(), path.count_from)
     spec = count_spec(rubric, path, stand_ins, "cpu", lengths)
     score_path = worker._score_path(namespace, spec, job)
     counts = []
