@@ -74,9 +74,15 @@ def test_work_hidden_in_the_input_draw_is_timed(grader, tmp_path, reference_text
 
 @pytest.mark.parametrize("taps", [("json.loads", "json.dumps"), ("JSONDecoder.decode", "JSONEncoder.encode"),
                                   ("json.loads", "builtins.float")])
-def test_patched_modules_and_builtins_do_not_forge_the_sample(grader, tmp_path, reference_text, taps, job_alone):
+def test_patched_modules_and_builtins_do_not_forge_the_sample(grader, tmp_path, reference_text, taps, job_alone,
+                                                              monkeypatch):
+    from autograder.core import timing
+
     tap, forger = taps
     text = reference_text + WRONG_WHEN_TIMED + INDEX_TAPS[tap] + VALUE_FORGERS[forger]
+    # The count set aside: it refuses this path first (its steps change at the timed sizes, where it returns zeros);
+    # what is tested here is the next line, the sampled entries.
+    monkeypatch.setattr(timing, "count_loops", lambda *args, **kwargs: None)
     test = _shaw(_grade(grader, tmp_path, "forged", text))
     assert test.score == 0, test.output
     assert "differs from the reference" in test.output, test.output
@@ -155,7 +161,12 @@ setattr(_owner, "{name}", _paused)
         assert test.score == test.max_score, (target, test.output)
 
 
-def test_the_job_cannot_restart_its_memory_high_water_mark(grader, tmp_path, reference_text, job_alone):
+def test_the_job_cannot_restart_its_memory_high_water_mark(grader, tmp_path, reference_text, job_alone, monkeypatch):
     """Opening clear_refs and exec are refused in a timing job: the path carries on, and keeps its points."""
+    from autograder.core import timing
+
+    # The count set aside: the attempt runs on some calls only, so its steps change from call to call (the count
+    # refuses that); what is tested here is that the attempt itself is refused and the path carries on.
+    monkeypatch.setattr(timing, "count_loops", lambda *args, **kwargs: None)
     test = _shaw(_grade(grader, tmp_path, "restarts", reference_text + RESTARTS_THE_HIGH_WATER_MARK))
     assert test.score == test.max_score, test.output

@@ -811,9 +811,12 @@ def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, d
             continue
         counts.append((length, reply["steps"] + reply["operations"]))
         if count_changes(counts):
+            grows = counts[-1][1] > counts[0][1]
             lines.append(f"Counted in one call at each sequence length (lines of your code run, and tensor "
-                         f"operations): {counts_words(counts)}. The count changes with the length: the loop "
-                         "runs over positions.")
+                         f"operations): {counts_words(counts)}. The count changes with the length: "
+                         + ("the loop runs over positions." if grows else "the path runs other code at some "
+                            "lengths than at others (a branch on the length, or work on some calls only), which "
+                            "the count cannot tell from a loop over positions."))
             lines.append(LOOP_ADVICE)
             seen = f" ({loops[0]})" if loops else " (the static check saw none: it runs where no loop is written)"
             return f"No points: a Python loop over positions{seen}."
