@@ -324,7 +324,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
             if counted:
                 # One mistake, charged once: the case shows the mistake an earlier test of the task took its
                 # points for, and nothing else.
-                said = f"{case.label} shows the mistake already counted in {charged[counted]}, and no other."
+                # Said without the case's call: a passed test's text shows at once, and the call is the hidden case.
+                said = f"A case of this test shows the mistake already counted in {charged[counted]}, and no other."
                 if said not in remarks:
                     remarks.append(said)
                 continue
