@@ -164,12 +164,21 @@ def source_lines(chunks):
 
 
 
+def _steps(outcome):
+    """An outcome and the steps of a module's outcome (its __init__, its forward): where a name may be missing or
+    an error raised."""
+    return [outcome] + [value for value in outcome.values() if isinstance(value, dict)]
+
+
+def _error_in(outcome):
+    """The first error an outcome's steps raised, or None."""
+    return next((step["error"] for step in _steps(outcome) if isinstance(step.get("error"), dict)), None)
+
+
 def _student_error(outcome, case, find):
     """The StudentError of an outcome that raised (at its top level, or in a step of a module's: its __init__,
     its forward), or None."""
-    steps = [outcome] + [value for value in (outcome or {}).values() if isinstance(value, dict)]
-    error = next((step["error"] for step in steps if isinstance(step, dict) and isinstance(step.get("error"), dict)),
-                 None)
+    error = _error_in(outcome) if isinstance(outcome, dict) else None
     if error is None:
         return None
     found = find(error.get("where")) if find is not None else None
@@ -207,12 +216,11 @@ def _kind_of(outcome):
     or not written, it raised, or it returned a wrong output."""
     if outcome is None:
         return voice.NOT_RUN
-    steps = [outcome] + [value for value in outcome.values() if isinstance(value, dict)]
-    if any("missing" in step for step in steps):
+    if any("missing" in step for step in _steps(outcome)):
         return voice.MISSING
-    errors = [step["error"] for step in steps if isinstance(step.get("error"), dict)]
-    if errors:
-        return voice.NOT_IMPLEMENTED if "NotImplementedError" in errors[0].get("mro", ()) else voice.RAISED
+    error = _error_in(outcome)
+    if error is not None:
+        return voice.NOT_IMPLEMENTED if "NotImplementedError" in error.get("mro", ()) else voice.RAISED
     return voice.WRONG
 
 
