@@ -109,6 +109,8 @@ def test_a_mistake_is_charged_once_within_its_task(grader, tmp_path, reference_t
     assert not tests["sinusoidal_values"].passed and mistake.says in tests["sinusoidal_values"].output
     edge = tests["sinusoidal_edge_cases"]
     assert edge.passed and "already counted in sinusoidal_values" in edge.output, edge.output
+    # A passed test's text shows at once, before the hidden cases are released: it names none of their calls.
+    assert not any(case.label in edge.output for case in grader.cases["sinusoidal"]), edge.output
     assert sum(t.score for t in tests.values() if t.task == "sinusoidal") == \
         rubric.task_points("sinusoidal") - rubric.TEST_BY_ID["sinusoidal_values"].points
 

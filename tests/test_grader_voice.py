@@ -74,6 +74,13 @@ def hidden_values(unit_name, task):
     return tuple(dict.fromkeys(found))
 
 
+@lru_cache(maxsize=None)
+def hidden_labels(unit_name):
+    """Every hidden case's call as the feedback writes it (its shapes and its scalar arguments): shown only once the
+    cases are released."""
+    return tuple(case.label for cases in cases_of(unit_name).values() for case in cases if len(case.label) > 8)
+
+
 def marked(text):
     """``text`` starting with MARK and with MARK again after each of its line breaks."""
     return MARK + _BREAK.sub(lambda match: match.group() + MARK, text)
@@ -171,11 +178,14 @@ def assert_student_text_is_quoted(text, where):
         assert "'" in before or '"' in before or line.startswith("    | "), (where, line)
 
 
-def assert_nothing_hidden(text, values, where):
-    """Nothing a job wrote while a hidden case ran: no MARK, no value of a hidden input."""
+def assert_nothing_hidden(text, values, where, unit_name=None):
+    """Nothing a job wrote while a hidden case ran: no MARK, no value of a hidden input; and no hidden case's call
+    (``unit_name``'s), which the grader quotes only after release."""
     assert MARK not in text, (where, text)
     for value in values:
         assert value not in text, (where, value, text)
+    for label in hidden_labels(unit_name) if unit_name else ():
+        assert label not in text, (where, label, text)
 
 
 def assert_values_absent(text, values, where):
@@ -213,7 +223,7 @@ def test_gradescope_shows_no_student_text_before_release_and_quotes_it_after(dra
     for entry in output["tests"]:
         assert_student_text_is_quoted(entry["output"], entry["name"])
         if not entry["name"].endswith(" (details)"):
-            assert_nothing_hidden(entry["output"], values, entry["name"])
+            assert_nothing_hidden(entry["output"], values, entry["name"], result.unit)
 
 
 @draws()
@@ -224,7 +234,7 @@ def test_prairielearn_shows_no_student_text_of_a_hidden_case(drawn):
     assert_student_text_is_quoted(output["message"], "message")
     assert_values_absent(output["message"], values, "message")
     for entry in output["tests"]:
-        assert_nothing_hidden(entry["message"], values, entry["name"])
+        assert_nothing_hidden(entry["message"], values, entry["name"], result.unit)
         assert_student_text_is_quoted(entry["message"], entry["name"])
 
 

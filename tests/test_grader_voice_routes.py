@@ -120,19 +120,28 @@ def assert_the_break_keeps_what_was_decided(scores, where):
 
 # --- Gradescope and PrairieLearn, through their entry points ----------------------------------------------------
 
+def _graded_on(tmp_path_factory, platform, folder, run, tests_folder=False):
+    """{attacker: the platform's results.json}: each attack file put where ``platform`` puts the upload
+    (``folder``), graded by ``run(root)``, the platform's entry point."""
+    found = {}
+    for attacker in ATTACKERS:
+        root = tmp_path_factory.mktemp(f"{platform}-{attacker}")
+        (root / folder).mkdir()
+        (root / folder / "positional_encodings.py").write_text(attack_file(attacker), encoding="utf-8")
+        if tests_folder:  # PrairieLearn's question names its unit in its tests/
+            (root / "tests").mkdir()
+            (root / "tests" / prairielearn.UNIT_FILE).write_text(UNIT.name + "\n", encoding="utf-8")
+        assert run(root) == 0
+        found[attacker] = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    return found
+
+
 @pytest.fixture(scope="module")
 def gradescope_results(tmp_path_factory):
     """{attacker: Gradescope's results.json}, each from gradescope.run, what run_autograder runs."""
-    found = {}
-    for attacker in ATTACKERS:
-        root = tmp_path_factory.mktemp(f"gradescope-{attacker}")
-        (root / "submission").mkdir()
-        (root / "submission" / "positional_encodings.py").write_text(attack_file(attacker), encoding="utf-8")
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv(gradescope.UNIT_VARIABLE, UNIT.name)
-            assert gradescope.run(root) == 0
-        found[attacker] = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    return found
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(gradescope.UNIT_VARIABLE, UNIT.name)
+        return _graded_on(tmp_path_factory, "gradescope", "submission", gradescope.run)
 
 
 def test_gradescope_shows_no_forged_line_and_no_hidden_value_before_release(gradescope_results):
@@ -160,16 +169,7 @@ def test_gradescope_keeps_the_verdicts_decided_before_a_protocol_break(gradescop
 @pytest.fixture(scope="module")
 def prairielearn_results(tmp_path_factory):
     """{attacker: PrairieLearn's results.json}, each from prairielearn.run, what run_prairielearn runs."""
-    found = {}
-    for attacker in ATTACKERS:
-        root = tmp_path_factory.mktemp(f"prairielearn-{attacker}")
-        (root / "student").mkdir()
-        (root / "student" / "positional_encodings.py").write_text(attack_file(attacker), encoding="utf-8")
-        (root / "tests").mkdir()
-        (root / "tests" / prairielearn.UNIT_FILE).write_text(UNIT.name + "\n", encoding="utf-8")
-        assert prairielearn.run(root) == 0
-        found[attacker] = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    return found
+    return _graded_on(tmp_path_factory, "prairielearn", "student", prairielearn.run, tests_folder=True)
 
 
 def test_prairielearn_shows_no_forged_line_and_no_hidden_value(prairielearn_results):

@@ -164,12 +164,21 @@ def source_lines(chunks):
 
 
 
+def _steps(outcome):
+    """An outcome and the steps of a module's outcome (its __init__, its forward): where a name may be missing or
+    an error raised."""
+    return [outcome] + [value for value in outcome.values() if isinstance(value, dict)]
+
+
+def _error_in(outcome):
+    """The first error an outcome's steps raised, or None."""
+    return next((step["error"] for step in _steps(outcome) if isinstance(step.get("error"), dict)), None)
+
+
 def _student_error(outcome, case, find):
     """The StudentError of an outcome that raised (at its top level, or in a step of a module's: its __init__,
     its forward), or None."""
-    steps = [outcome] + [value for value in (outcome or {}).values() if isinstance(value, dict)]
-    error = next((step["error"] for step in steps if isinstance(step, dict) and isinstance(step.get("error"), dict)),
-                 None)
+    error = _error_in(outcome) if isinstance(outcome, dict) else None
     if error is None:
         return None
     found = find(error.get("where")) if find is not None else None
@@ -207,12 +216,11 @@ def _kind_of(outcome):
     or not written, it raised, or it returned a wrong output."""
     if outcome is None:
         return voice.NOT_RUN
-    steps = [outcome] + [value for value in outcome.values() if isinstance(value, dict)]
-    if any("missing" in step for step in steps):
+    if any("missing" in step for step in _steps(outcome)):
         return voice.MISSING
-    errors = [step["error"] for step in steps if isinstance(step.get("error"), dict)]
-    if errors:
-        return voice.NOT_IMPLEMENTED if "NotImplementedError" in errors[0].get("mro", ()) else voice.RAISED
+    error = _error_in(outcome)
+    if error is not None:
+        return voice.NOT_IMPLEMENTED if "NotImplementedError" in error.get("mro", ()) else voice.RAISED
     return voice.WRONG
 
 
@@ -324,7 +332,8 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
             if counted:
                 # One mistake, charged once: the case shows the mistake an earlier test of the task took its
                 # points for, and nothing else.
-                said = f"{case.label} shows the mistake already counted in {charged[counted]}, and no other."
+                # Said without the case's call: a passed test's text shows at once, and the call is the hidden case.
+                said = f"A case of this test shows the mistake already counted in {charged[counted]}, and no other."
                 if said not in remarks:
                     remarks.append(said)
                 continue
