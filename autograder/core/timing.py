@@ -453,12 +453,17 @@ def _settled(ratios):
     return all(min(ratios) > limit or max(ratios) <= limit for limit, _ in _limits.TIMING_BANDS)
 
 
-def measure(student, reference, spec, rng=None):
+def measure(student, reference, spec, rng=None, lengths=None, count=None):
     """Time the spec's path in the two jobs, interleaved; raises ChildFailed with the student's problem.
 
-    The caller holds the machine exclusively (see ``grade_tier``).
+    ``lengths``: the lengths of its calls (``timed_lengths``, drawn before the path was counted at each of them),
+    or None to draw them here. ``count``: (the path's count of steps, the lengths it was counted at), from
+    ``count_loops``; after each timed pair the student's path is counted once more (``recount``), so that no
+    count of the path's steps is told apart by when it comes. The caller holds the machine exclusively (see
+    ``grade_tier``).
     """
     rng = rng or random.SystemRandom()
+    lengths = iter(lengths if lengths is not None else timed_lengths(spec, rng))
     pool_seed = rng.getrandbits(48)  # the pool of random numbers the calls' inputs are cut from: new each time
     # The reference first: where it cannot start (the machine, not the student, is at fault: CUDA that does not
     # start, say) the grader's fault is said, and no student loses points for it.
@@ -473,7 +478,7 @@ def measure(student, reference, spec, rng=None):
     extra = {}
     # One call of each first, untimed and unmeasured: what a path does once (import a module, load its kernels,
     # fill a cache of the library's) is not memory that its calls need.
-    seed, length = rng.getrandbits(48), call_length(spec, rng)
+    seed, length = rng.getrandbits(48), next(lengths)
     for child in (reference, student):  # the reference first, as above: a call it cannot make is the grader's fault
         try:
             _run(child, spec, rng, seed, length)
@@ -497,17 +502,19 @@ def measure(student, reference, spec, rng=None):
             extra[child] = None if peak is None or before is None else max(peak - before, 0)
     _check_outputs(student, reference, spec, rng, "the call measured for memory", spec["length"])
     for number in range(spec["warmup"]):
-        seed, length = rng.getrandbits(48), call_length(spec, rng)
+        seed, length = rng.getrandbits(48), next(lengths)
         for child in (student, reference):
             _run(child, spec, rng, seed, length)
     ratios, student_times, reference_times = [], [], []
     for pair in range(_limits.TIMING_REPEATS):
-        seed, length = rng.getrandbits(48), call_length(spec, rng)
+        seed, length = rng.getrandbits(48), next(lengths)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
         seconds = {}
         for child in order:
             seconds[child], _ = _run(child, spec, rng, seed, length)
         _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}", length)
+        if count is not None:
+            recount(student, reference, spec, rng, count, pair)
         if min(seconds.values()) <= 0:  # no call takes no time: the clock failed, the machine's fault
             raise ServerFailed(f"a clock read {min(seconds.values()):g} s for a call of timed pair {pair + 1}")
         ratios.append(seconds[student] / seconds[reference])
@@ -535,6 +542,40 @@ def _run(child, spec, rng, seed, length, fresh_mappings=False):
     if reply.get("done") != nonce:
         raise ChildFailed("its process answered a call it was not given")
     return elapsed, reply
+
+
+def recount(student, reference, spec, rng, count, pair):
+    """Count the student's path once more, between timed pairs, at a length of the timed ones' range that no call
+    of the path has had yet (so that a table kept per length is made, as at each earlier count), and check its
+    output against the reference's on the same inputs. Raises ChildFailed when the count is not ``count``'s: a path
+    whose steps depend on when it is called (on some calls only, after so many calls) cannot be told from one that
+    loops over positions."""
+    expected, used = count
+    fresh = [length for length in range(spec["length"] - spec["length"] // 8, spec["length"] + 1) if length not in used]
+    length = rng.choice(fresh) if fresh else rng.choice(sorted(used))
+    used.add(length)
+    seed = rng.getrandbits(48)
+    reply, _ = student.request({"command": "count", "seed": seed, "length": length}, SETUP_SECONDS)
+    if "error" in reply:
+        raise ChildFailed(f"it raised {_error_text(reply)} while its steps were counted after timed pair {pair + 1}")
+    if not reply["intact"] or reply["steps"] + reply["operations"] != expected:
+        said = ("the count was interfered with" if not reply["intact"] else
+                f"counted again after timed pair {pair + 1} (L = {length}), its steps were "
+                f"{reply['steps'] + reply['operations']}, where every count before was {expected}")
+        raise ChildFailed(f"{said}: a path whose steps change from call to call (work on some calls only, a branch "
+                          "on how often it was called) cannot be told from a Python loop over positions")
+    try:
+        _run(reference, spec, rng, seed, length)
+    except ChildFailed as error:
+        raise ReferenceFailed(f"the reference failed on the inputs of a count: {error}") from None
+    _check_outputs(student, reference, spec, rng, f"the call counted after timed pair {pair + 1}", length)
+
+
+def timed_lengths(spec, rng):
+    """The lengths of the calls ``measure`` makes for ``spec`` (its first call, its warmup calls, its timed pairs;
+    the call measured for memory is at the spec's length), each drawn with ``call_length``. They are drawn before
+    the path is counted, so that its steps are counted at every length it is timed at."""
+    return [call_length(spec, rng) for _ in range(1 + spec["warmup"] + _limits.TIMING_REPEATS)]
 
 
 def call_length(spec, rng):
@@ -754,76 +795,101 @@ LOOP_ADVICE = ("A Python loop over positions gets no timing points, whatever its
 COUNT_DRAWN = 3  # lengths drawn afresh for each count, besides the fixed ones and the timed one
 
 
-def count_lengths(rubric, device, rng, count_from=0):
+def count_lengths(rubric, device, rng, count_from=0, timed=()):
     """The sequence lengths a path's steps are counted at, shortest first: the fixed ``TIMING_COUNT_LENGTHS``, the
-    length the tier times at on ``device``, and ``COUNT_DRAWN`` lengths drawn with ``rng`` for this count alone
-    between the shortest and the longest of those; none below the path's ``count_from`` (its count settles there,
-    by its declared settings), the timed length always. A loop that runs only at some lengths (above a threshold,
-    at the timed length) shows at one of them; no list a submission could know in advance decides where it is
-    counted."""
-    timed = rubric.TIMING_SIZES[device]["length"]
-    fixed = {length for length in rubric.TIMING_COUNT_LENGTHS if length >= count_from} | {timed}
+    length the tier times at on ``device``, the lengths of the calls it will time (``timed``, drawn before the
+    count: see ``timed_lengths``), and ``COUNT_DRAWN`` lengths drawn with ``rng`` for this count alone between the
+    shortest and the longest of those; none below the path's ``count_from`` (its count settles there, by its
+    declared settings), the timed ones always. A loop that runs only at some lengths (above a threshold, at the
+    lengths timed) shows at one of them; no list a submission could know in advance decides where it is counted."""
+    timed = {rubric.TIMING_SIZES[device]["length"], *timed}
+    fixed = {length for length in rubric.TIMING_COUNT_LENGTHS if length >= count_from} | timed
     low, high = min(fixed | {count_from}), max(fixed)
     drawn = {rng.randint(low + 1, high - 1) for _ in range(COUNT_DRAWN)} if high - low > 2 else set()
     return tuple(sorted(fixed | drawn))
 
 
-def count_spec(rubric, path, stand_ins=None, device="cpu", lengths=None):
-    """The timing job's spec for counting ``path``'s steps on ``device``: its sizes with one batch, up to the
-    longest of ``lengths`` (by default ``TIMING_COUNT_LENGTHS``; each count names its own length)."""
+def count_spec(rubric, path, stand_ins=None, device="cpu", lengths=None, dtype="float32"):
+    """The timing job's spec for counting ``path``'s steps on ``device`` in ``dtype``: the sizes it is timed at
+    there, up to the longest of ``lengths`` (by default ``TIMING_COUNT_LENGTHS``; each count names its own
+    length)."""
     sizes = rubric.TIMING_SIZES[device]
-    spec = {"path": path.name, "device": device, "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
-            "warmup": 0, "batch": 1, "heads": sizes["heads"], "length": max(lengths or rubric.TIMING_COUNT_LENGTHS),
-            "head_dim": sizes["head_dim"]}
+    spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED, **dict(path.settings),
+            "warmup": 0, "batch": sizes["batch"], "heads": sizes["heads"],
+            "length": max(lengths or rubric.TIMING_COUNT_LENGTHS), "head_dim": sizes["head_dim"]}
     if stand_ins:
         spec["stand_ins"] = dict(stand_ins)
     return spec
 
 
-def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, device="cpu"):
+def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, device="cpu", reference=None,
+                timed=(), settled=None):
     """Every timed path, whatever its static check found (``loops``: the loops it saw, maybe none), run in the
-    student's job at each of ``count_lengths`` with its steps counted (``loop_check.counted``): every line of the
-    submission's code that runs, in any of its frames (a callback from C included: a sort key, an iterator's
-    __next__, a __deepcopy__), and every torch operation. Returns None when the count stays the same at every length
-    (the path is then timed), else the summary of a path that gets no timing points; the counts go to ``lines``.
-    Raises ChildFailed when the job fails a count (a thread started while counting is refused: its work would not be
-    counted)."""
+    student's job at each of ``count_lengths`` (``timed``: the lengths of the calls the tier will time) in each
+    dtype it is timed in, with its steps counted (``loop_check.counted``): every line of the submission's code that
+    runs, in any of its frames (a callback from C included: a sort key, an iterator's __next__, a __deepcopy__),
+    and every torch operation. Each counted call's output is checked against ``reference``'s on the same inputs,
+    as a timed call's is. Returns None when the count stays the same at every length (the path is then timed; that
+    count, per dtype, goes to ``settled``, for ``measure`` to count calls again between the timed ones), else the
+    summary of a path that gets no timing points; the counts go to ``lines``. Raises ChildFailed when the job fails
+    a count (a thread started while counting is refused: its work would not be counted)."""
     rng = rng or random.SystemRandom()
-    lengths = count_lengths(rubric, device, rng, path.count_from)
-    spec = count_spec(rubric, path, stand_ins, device, lengths)
-    reply, _ = student.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
-    if "error" in reply:
-        raise ChildFailed(f"it raised {_error_text(reply)} on the inputs of the count of its steps "
-                          f"({_describe(spec)})")
+    lengths = count_lengths(rubric, device, rng, path.count_from, timed)
     counts = []
-    # The first call is counted and set aside: what a path does once (a table built, a module imported) is not a
-    # step of each call. Then one call at each length.
-    for number, length in enumerate((lengths[0],) + lengths):
-        reply, _ = student.request({"command": "count", "seed": rng.getrandbits(48), "length": length}, SETUP_SECONDS)
-        if "error" in reply:
-            raise ChildFailed(f"it raised {_error_text(reply)} while its steps were counted at L = {length}")
-        if not reply["intact"]:
-            lines.append(f"Counted at L = {length}: the count was interfered with (the trace function that counts, "
-                         "or the tracing of one of your frames, changed while the path ran), so it cannot be "
-                         "trusted.")
-            return "No points: the count of the score path's steps was interfered with."
-        if number == 0:
-            continue
-        counts.append((length, reply["steps"] + reply["operations"]))
-        if count_changes(counts):
-            grows = counts[-1][1] > counts[0][1]
-            lines.append(f"Counted in one call at each sequence length (lines of your code run, and tensor "
-                         f"operations): {counts_words(counts)}. The count changes with the length: "
-                         + ("the loop runs over positions." if grows else "the path runs other code at some "
-                            "lengths than at others (a branch on the length, or work on some calls only), which "
-                            "the count cannot tell from a loop over positions."))
-            lines.append(LOOP_ADVICE)
-            seen = f" ({loops[0]})" if loops else " (the static check saw none: it runs where no loop is written)"
-            return f"No points: a Python loop over positions{seen}."
+    for dtype in rubric.TIMING_SIZES[device]["dtypes"]:
+        spec = count_spec(rubric, path, stand_ins, device, lengths, dtype)
+        for child in (reference, student):
+            if child is None:
+                continue
+            reply, _ = child.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
+            if "error" in reply:
+                if child is reference:
+                    raise ReferenceFailed(f"the reference failed on the inputs of the count: {_error_text(reply)}")
+                raise ChildFailed(f"it raised {_error_text(reply)} on the inputs of the count of its steps "
+                                  f"({_describe(spec)})")
+        counts = []
+        # The first call is counted and set aside: what a path does once (a table built, a module imported) is not
+        # a step of each call. It is made at a length counted nowhere else, so that each counted call is the first
+        # at its length (a path that keeps a table per length is counted alike at every length). Then one call at
+        # each length.
+        aside = next(length for length in range(lengths[0] + 1, lengths[-1] + 2) if length not in lengths)
+        for number, length in enumerate((aside,) + lengths):
+            seed = rng.getrandbits(48)
+            reply, _ = student.request({"command": "count", "seed": seed, "length": length}, SETUP_SECONDS)
+            if "error" in reply:
+                raise ChildFailed(f"it raised {_error_text(reply)} while its steps were counted at L = {length}")
+            if not reply["intact"]:
+                lines.append(f"Counted at L = {length}: the count was interfered with (the trace function that "
+                             "counts, or the tracing of one of your frames, changed while the path ran), so it "
+                             "cannot be trusted.")
+                return "No points: the count of the score path's steps was interfered with."
+            if reference is not None:  # the call counted must compute what a timed one does
+                try:
+                    _run(reference, spec, rng, seed, length)
+                except ChildFailed as error:
+                    raise ReferenceFailed(f"the reference failed on the inputs of the count: {error}") from None
+                _check_outputs(student, reference, spec, rng, f"the call counted at L = {length}", length)
+            if number == 0:
+                continue
+            counts.append((length, reply["steps"] + reply["operations"]))
+            if count_changes(counts):
+                grows = counts[-1][1] > counts[0][1]
+                where = f" ({dtype})" if len(rubric.TIMING_SIZES[device]["dtypes"]) > 1 else ""
+                lines.append(f"Counted in one call at each sequence length{where} (lines of your code run, and "
+                             f"tensor operations): {counts_words(counts)}. The count changes with the length: "
+                             + ("the loop runs over positions." if grows else "the path runs other code at some "
+                                "lengths than at others (a branch on the length, or work on some calls only), "
+                                "which the count cannot tell from a loop over positions."))
+                lines.append(LOOP_ADVICE)
+                seen = f" ({loops[0]})" if loops else " (the static check saw none: it runs where no loop is written)"
+                return f"No points: a Python loop over positions{seen}."
+        if settled is not None:
+            settled[dtype] = (counts[0][1], {aside, *lengths})
     said = "The loop's count does" if loops else "The count does"
     lines.append(f"Counted in one call at each sequence length (lines of your code run, and tensor operations): "
                  f"{counts[0][1]} at every length from L = {counts[0][0]} to {counts[-1][0]} ({len(counts)} lengths, "
-                 f"some drawn for this count). {said} not change with the length: it is not a loop over positions, "
+                 f"among them those of the calls timed, some drawn for this count). {said} not change with the "
+                 "length: it is not a loop over positions, "
                  "and the path is timed.")
     return None
 
@@ -921,24 +987,29 @@ def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, 
     """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary). Every path
     has its steps counted first (``count_loops``), whatever the static check saw (``loops``, its first message to
     the student): one that loops over positions is not timed."""
-    try:
-        verdict = count_loops(rubric, path, student, loops, lines, stand_ins, device=device)
-    except ChildFailed as error:
-        lines.append(f"Count of the path's steps: not made: {error}.")
-        return 0.0, f"No points: {error}."
-    if verdict:
-        return 0.0, verdict
-    sizes = rubric.TIMING_SIZES[device]
-    fractions, summaries = [], []
+    sizes, rng = rubric.TIMING_SIZES[device], random.SystemRandom()
+    specs = []
     for dtype in sizes["dtypes"]:
         spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED, **dict(path.settings),
                 "warmup": rubric.TIMING_WARMUP, **{key: sizes[key] for key in ("batch", "heads", "length",
                                                                                  "head_dim")}}
         if stand_ins:
             spec["stand_ins"] = dict(stand_ins)
-        where = _describe(spec)
+        specs.append((spec, timed_lengths(spec, rng)))  # drawn now, so that the count runs at each of them
+    settled = {}
+    try:
+        verdict = count_loops(rubric, path, student, loops, lines, stand_ins, rng, device, reference,
+                              timed=[length for _, planned in specs for length in planned], settled=settled)
+    except ChildFailed as error:
+        lines.append(f"Count of the path's steps: not made: {error}.")
+        return 0.0, f"No points: {error}."
+    if verdict:
+        return 0.0, verdict
+    fractions, summaries = [], []
+    for spec, planned in specs:
+        dtype, where = spec["dtype"], _describe(spec)
         try:
-            measured = measure(student, reference, spec)
+            measured = measure(student, reference, spec, rng, planned, settled.get(dtype))
         except ChildFailed as error:
             lines.append(f"Time ({where}): not measured: {error}.")
             return 0.0, f"No points: {error}."

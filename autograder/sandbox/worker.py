@@ -642,12 +642,13 @@ def call(unit, spec, seed, pool, path, dtype):
 
 def count(unit, spec, seed, pool, path, dtype, labels, settrace, gettrace, mode_class):
     """One call of the path, its steps counted (autograder/core/loop_check.py, ``counted``): ((Python steps, torch
-    operations, intact), inputs). The inputs are drawn before the count starts."""
+    operations, intact, output), inputs). The inputs are drawn before the count starts; the output is checked
+    against the reference's like a timed call's."""
     inputs = unit.timing_inputs(spec, Draw(pool, seed, spec["device"], dtype))
     # counted: autograder/core/loop_check.py's, written into this dictionary from the job's header (serve jobs)
-    _, python_steps, operations, intact = counted(lambda: path(*inputs), labels.__contains__, settrace, gettrace,
-                                                  mode_class)
-    return (python_steps, operations, intact), inputs
+    output, python_steps, operations, intact = counted(lambda: path(*inputs), labels.__contains__, settrace,
+                                                       gettrace, mode_class)
+    return (python_steps, operations, intact, output), inputs
 
 '''
 _SANDBOX = {"__builtins__": builtins, "__name__": "the timing job's steps"}
@@ -850,11 +851,14 @@ def _serve_one(command, state):
         return {"done": command["nonce"], "cuda_baseline": baseline}
     if kind == "count":
         # One call of the path at the grader's length, its steps counted (autograder/core/loop_check.py, ``counted``);
-        # the output is not kept. The audit hook lets the counter's trace function through, and only it.
+        # its output is kept for the grader's samples, as a timed call's is: a path that answers the count with
+        # something cheap and wrong is caught there. The audit hook lets the counter's trace function through, and
+        # only it.
         if "path" not in state:
             return {"error": {"type": "RuntimeError", "mro": [], "message": "count before setup", "where": ""}}
         call_spec = dict(state["spec"])
         call_spec["length"] = command.get("length", call_spec["length"])
+        state["keep"].append(state.pop("last", None))
         _TRACE_GRANTS[0] = 2
         try:
             counts, inputs = _pair(_step(_SANDBOX["count"], (state["unit"], call_spec, command["seed"], state["pool"],
@@ -866,8 +870,10 @@ def _serve_one(command, state):
         finally:
             _TRACE_GRANTS[0] = 0
         state["keep"].append(inputs)
-        if type(counts) is not tuple or len(counts) != 3 or type(counts[0]) is not int or type(counts[1]) is not int:
+        if type(counts) is not tuple or len(counts) != 4 or type(counts[0]) is not int or type(counts[1]) is not int:
             return {"error": {"type": "RuntimeError", "mro": [], "message": "the count was changed", "where": ""}}
+        state["last"] = counts[3]
+        _synchronize(call_spec["device"])
         return {"steps": counts[0], "operations": counts[1], "intact": counts[2] is True}
     if kind == "sample":
         last = state.get("last")
