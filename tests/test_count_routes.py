@@ -131,6 +131,39 @@ def test_through_nbgrader_the_vectorized_twin_keeps_the_tier(nbgraded):
     assert all(words in said for words in STEADY_WORDS), said
 
 
+# --- nbgrader without the kit's config: the grades are what the kernel's hidden checks say -------------------------
+
+# A course that keeps nbgrader's own autograde steps (no TrustedGrades): each graded cell's hidden region calls
+# nbgrader_bridge.hidden_check in the student's kernel, and alibi_speed is counted and timed there.
+PLAIN_CONFIG = 'c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "count_in_the_kernel"\n'
+KERNEL_CELL_SECONDS = 240  # nbgrader's default 30 s is too short for the first cell that builds the hidden cases
+
+
+@pytest.fixture(scope="module")
+def graded_in_the_kernel(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nbgrader-count-kernel")
+    course = root / "course"
+    course.mkdir()
+    shutil.copy(COURSE / "nbgrader_config.py", course)
+    shutil.copytree(COURSE / "source", course / "source")
+    release(UNIT, root / "dist", course=course)  # released with the kit's config, graded without it
+    (course / "nbgrader_config.py").write_text(PLAIN_CONFIG)
+    released = json.loads((course / "release" / ASSIGNMENT / NOTEBOOK).read_text())
+    students = {name: _filled(released, cell) for name, cell in CELLS.items()}
+    homes = submit_class(shard_courses(course, 1), ASSIGNMENT, NOTEBOOK, students)
+    return autograde_class(homes, ASSIGNMENT, NOTEBOOK, [f"--Execute.timeout={KERNEL_CELL_SECONDS}"])
+
+
+def test_in_nbgraders_kernel_the_hidden_loop_loses_the_tier_and_its_twin_keeps_it(graded_in_the_kernel):
+    graded = graded_in_the_kernel
+    assert graded.scores("hidden_loop") == \
+        {test.id: 0 if test.id == SPEED.id else test.points for test in UNIT.rubric.TESTS}, graded.scores("hidden_loop")
+    said = _said(_speed_cell(graded, "hidden_loop")["outputs"])
+    assert "a Python loop over positions" in said and "the count changes with the length" in said, said
+    assert graded.scores("vectorized_twin") == {test.id: test.points for test in UNIT.rubric.TESTS}, \
+        _said(_speed_cell(graded, "vectorized_twin")["outputs"])
+
+
 # --- Gradescope, in a container ------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
