@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from autograder.core.grade import Grader
 from autograder.sandbox.server import JOB_USERS, SandboxMissing
 from conftest import UNIT
-from timing_attacks import (INDEX_TAPS, MODE_FORGER, RESTARTS_THE_HIGH_WATER_MARK, SLOW_BUT_PRECOMPUTED,
-                            VALUE_FORGERS, WRONG_WHEN_TIMED)
+from timing_attacks import (HOLDS_THEN_RESTARTS_THE_MARK, INDEX_TAPS, MODE_FORGER, RESTARTS_THE_HIGH_WATER_MARK,
+                            SLOW_BUT_PRECOMPUTED, VALUE_FORGERS, WRONG_WHEN_TIMED)
 
 def _shaw(result):
     return next(test for test in result.tests if test.id == "shaw_speed")
@@ -170,3 +170,30 @@ def test_the_job_cannot_restart_its_memory_high_water_mark(grader, tmp_path, ref
     monkeypatch.setattr(timing, "count_loops", lambda *args, **kwargs: None)
     test = _shaw(_grade(grader, tmp_path, "restarts", reference_text + RESTARTS_THE_HIGH_WATER_MARK))
     assert test.score == test.max_score, test.output
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                              HealthCheck.too_slow])
+@given(copies=st.integers(40, 80))
+@pytest.mark.parametrize("tier", TIERS)
+def test_memory_held_before_the_mark_is_restarted_is_still_counted_without_control_groups(
+        tier, copies, tmp_path_factory, reference_text, job_alone, monkeypatch):
+    """Issue 36, point 6: where no control group measures the job, the memory figure was the runner's own
+    high-water mark, which a dumpable job (bubblewrap without control groups) restarted through readline's history
+    file, an open that no audit hook sees: holding 40 to 80 score-sized tensors per call then kept the memory
+    points. The figure is now watched from outside through the call (timing.MemoryWatch): the path loses the tier
+    in every tier, and in tier C, where the job cannot restart the mark at all, the figure still counts it."""
+    monkeypatch.setenv("AUTOGRADER_CGROUP", "off")
+    try:
+        grader = Grader(UNIT, timing_mode="cpu", sandbox=tier)
+    except SandboxMissing as missing:
+        pytest.skip(f"tier C cannot run here: {missing}")
+    try:
+        assert grader.groups is None
+        path = tmp_path_factory.mktemp("mark") / "holds_then_restarts.py"
+        path.write_text(reference_text + HOLDS_THEN_RESTARTS_THE_MARK.format(copies=copies))
+        test = _shaw(grader.grade(path))
+    finally:
+        grader.close()
+    assert test.score == 0, test.output
+    assert "Over it" in test.output or "high-water mark went down" in test.output, test.output

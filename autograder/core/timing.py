@@ -262,25 +262,47 @@ class ServeChild:
         return f"its process ended (exit status {code})" + (f"; its last output: {voice.quote(last)}" if last else "")
 
     def reset_memory_peak(self):
-        """Restart the high-water mark of the job's memory; returns what the job holds now (or None)."""
+        """Restart the high-water mark of the job's memory; returns what the job holds now (or None).
+
+        Without a control group, the mark is the runner's own (``VmHWM``), which a process of the job that can
+        write its ``clear_refs`` could restart too (a dumpable job: tier B's; or through a call that no audit hook
+        sees, such as readline's history file): a thread of the grader's watches it until ``memory_peak``
+        (``MemoryWatch``), so the figure is what the job held, whatever the job does to the mark."""
         group = self.job.group
         self._peak_of_group = group is not None and group.reset_memory_peak()
         if self._peak_of_group:
             return group.memory_now()
+        self._stop_watch()
         try:
             Path(f"/proc/{self.worker_pid}/clear_refs").write_text("5")
+            self._watch = MemoryWatch(self.worker_pid)
             return _proc_status(self.worker_pid, "VmRSS")
         except (OSError, TypeError):
             return None
 
+    def _stop_watch(self):
+        watch, self._watch = getattr(self, "_watch", None), None
+        if watch is not None:
+            watch.stop()
+        return watch
+
     def memory_peak(self):
-        """The high-water mark since ``reset_memory_peak``: the job's group's, else the runner's (or None)."""
+        """The high-water mark since ``reset_memory_peak``: the job's group's, else the runner's as watched from
+        outside (or None). A mark the job restarted meanwhile costs the path its points (ChildFailed)."""
         if getattr(self, "_peak_of_group", False):
             return self.job.group.memory_peak()
+        watch = self._stop_watch()
         try:
-            return _proc_status(self.worker_pid, "VmHWM")
+            final = _proc_status(self.worker_pid, "VmHWM")
         except (OSError, TypeError):
-            return None
+            final = None
+        if watch is None:
+            return final
+        if watch.lowered:
+            self._raise(ChildFailed("its memory's high-water mark went down while the call measured for memory ran: "
+                                    "code in the job restarted it (through /proc's clear_refs), which the timing "
+                                    "tier does not allow"))
+        return max(watch.highest, final or 0)
 
     def background(self):
         """What the job ran off its runner's main thread since the last call of this, as words, or "".
@@ -311,6 +333,7 @@ class ServeChild:
 
     def close(self):
         self.broken = True
+        self._stop_watch()
         self.job.stop()
         self.output.close()
 
@@ -375,6 +398,59 @@ def _thread_seconds(pid, skip):
             except (OSError, ValueError, IndexError):
                 pass
     return total
+
+
+MEMORY_WATCH_SECONDS = 0.0002  # how often the watch reads the runner's memory in /proc
+
+
+class MemoryWatch:
+    """The memory of the process ``pid``, read in /proc by a thread of the grader's until ``stop``: the highest of
+    its resident size and its high-water mark (``VmRSS``, ``VmHWM``), and whether the mark ever went down.
+
+    The kernel's mark only grows, unless someone writes the process's ``clear_refs``: the grader does so before
+    the watch starts, so a mark that goes down later was restarted from inside the job. The highest reading
+    stands whatever the job does to the mark after it; what the job held for less than one reading's interval
+    before restarting the mark, if it then grew the mark past the last reading again, is all a reading could
+    miss, and the restart is still seen whenever the mark is lower at the next reading."""
+
+    def __init__(self, pid):
+        self._fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+        self.highest = self.mark = 0
+        self.lowered = False
+        self._done = False
+        self._read()
+        self._thread = threading.Thread(target=self._run, name="memory watch", daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        fields = {}
+        for line in os.pread(self._fd, 1 << 14, 0).splitlines():
+            name, _, value = line.partition(b":")
+            if name in (b"VmHWM", b"VmRSS"):
+                fields[name] = int(value.split()[0]) * 1024
+        if not fields:  # the process is gone
+            raise OSError("no memory figures")
+        mark = fields.get(b"VmHWM", 0)
+        self.lowered |= mark < self.mark
+        self.mark = mark
+        self.highest = max(self.highest, mark, fields.get(b"VmRSS", 0))
+
+    def _run(self):
+        while not self._done:
+            try:
+                self._read()
+            except OSError:
+                return
+            time.sleep(MEMORY_WATCH_SECONDS)
+
+    def stop(self):
+        self._done = True
+        self._thread.join()
+        try:
+            self._read()
+        except OSError:
+            pass
+        os.close(self._fd)
 
 
 def _proc_status(pid, field):
