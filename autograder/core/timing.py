@@ -45,8 +45,8 @@ path, the rest stays the student's, so a stand-in keeps the timing about their c
   a table built, is not what each call needs): the job's control group's
   high-water mark (all its processes, read and restarted from outside the
   job); without control groups, the kernel's high-water mark of the process
-  (``/proc/PID/status``, restarted through ``clear_refs``, which the job's audit hook keeps its code from
-  opening, and tier C's filter from reaching by exec); on CUDA the allocator's peak.
+  (``/proc/PID/status``, restarted through ``clear_refs``), watched from outside through the call
+  (``MemoryWatch``), so that nothing the job does to that mark lowers the figure; on CUDA the allocator's peak.
 """
 
 import contextlib
