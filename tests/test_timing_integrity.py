@@ -172,28 +172,41 @@ def test_the_job_cannot_restart_its_memory_high_water_mark(grader, tmp_path, ref
     assert test.score == test.max_score, test.output
 
 
+
+@pytest.fixture(scope="module", params=TIERS)
+def grader_without_groups(request):
+    """A grader with no control group per job (as in tier B, and in tier C in a platform's container): the memory
+    figure is then the runner's own high-water mark."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AUTOGRADER_CGROUP", "off")
+        try:
+            grader = Grader(UNIT, timing_mode="cpu", sandbox=request.param)
+        except SandboxMissing as missing:
+            pytest.skip(f"tier C cannot run here: {missing}")
+    assert grader.groups is None
+    yield grader
+    grader.close()
+
+
+def test_the_reference_keeps_the_tier_without_control_groups(grader_without_groups, tmp_path, reference_text):
+    """The memory watch (timing.MemoryWatch) takes none of an honest path's points."""
+    test = _shaw(_grade(grader_without_groups, tmp_path, "reference", reference_text))
+    assert test.score == test.max_score, test.output
+
+
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                               HealthCheck.too_slow])
 @given(copies=st.integers(40, 80))
-@pytest.mark.parametrize("tier", TIERS)
 def test_memory_held_before_the_mark_is_restarted_is_still_counted_without_control_groups(
-        tier, copies, tmp_path_factory, reference_text, job_alone, monkeypatch):
+        grader_without_groups, copies, tmp_path_factory, reference_text, job_alone):
     """Issue 36, point 6: where no control group measures the job, the memory figure was the runner's own
     high-water mark, which a dumpable job (bubblewrap without control groups) restarted through readline's history
-    file, an open that no audit hook sees: holding 40 to 80 score-sized tensors per call then kept the memory
-    points. The figure is now watched from outside through the call (timing.MemoryWatch): the path loses the tier
-    in every tier, and in tier C, where the job cannot restart the mark at all, the figure still counts it."""
-    monkeypatch.setenv("AUTOGRADER_CGROUP", "off")
-    try:
-        grader = Grader(UNIT, timing_mode="cpu", sandbox=tier)
-    except SandboxMissing as missing:
-        pytest.skip(f"tier C cannot run here: {missing}")
-    try:
-        assert grader.groups is None
-        path = tmp_path_factory.mktemp("mark") / "holds_then_restarts.py"
-        path.write_text(reference_text + HOLDS_THEN_RESTARTS_THE_MARK.format(copies=copies))
-        test = _shaw(grader.grade(path))
-    finally:
-        grader.close()
+    file, an open that no audit hook sees: holding 40 to 80 score-sized tensors per call then kept half the
+    tier's points (0 MiB measured). The figure is now watched from outside through the call (timing.MemoryWatch):
+    the path loses the tier in every tier, and in tier C, where the job cannot restart the mark at all, the figure
+    still counts it."""
+    path = tmp_path_factory.mktemp("mark") / "holds_then_restarts.py"
+    path.write_text(reference_text + HOLDS_THEN_RESTARTS_THE_MARK.format(copies=copies))
+    test = _shaw(grader_without_groups.grade(path))
     assert test.score == 0, test.output
-    assert "Over it" in test.output or "high-water mark went down" in test.output, test.output
+    assert "Over it" in test.output, test.output

@@ -288,7 +288,7 @@ class ServeChild:
 
     def memory_peak(self):
         """The high-water mark since ``reset_memory_peak``: the job's group's, else the runner's as watched from
-        outside (or None). A mark the job restarted meanwhile costs the path its points (ChildFailed)."""
+        outside (or None)."""
         if getattr(self, "_peak_of_group", False):
             return self.job.group.memory_peak()
         watch = self._stop_watch()
@@ -298,10 +298,6 @@ class ServeChild:
             final = None
         if watch is None:
             return final
-        if watch.lowered:
-            self._raise(ChildFailed("its memory's high-water mark went down while the call measured for memory ran: "
-                                    "code in the job restarted it (through /proc's clear_refs), which the timing "
-                                    "tier does not allow"))
         return max(watch.highest, final or 0)
 
     def background(self):
@@ -405,18 +401,16 @@ MEMORY_WATCH_SECONDS = 0.0002  # how often the watch reads the runner's memory i
 
 class MemoryWatch:
     """The memory of the process ``pid``, read in /proc by a thread of the grader's until ``stop``: the highest of
-    its resident size and its high-water mark (``VmRSS``, ``VmHWM``), and whether the mark ever went down.
+    its resident size and its high-water mark (``VmRSS``, ``VmHWM``) over all the readings.
 
-    The kernel's mark only grows, unless someone writes the process's ``clear_refs``: the grader does so before
-    the watch starts, so a mark that goes down later was restarted from inside the job. The highest reading
-    stands whatever the job does to the mark after it; what the job held for less than one reading's interval
-    before restarting the mark, if it then grew the mark past the last reading again, is all a reading could
-    miss, and the restart is still seen whenever the mark is lower at the next reading."""
+    The highest reading stands whatever the job does to the mark after it (a write to its ``clear_refs``): all
+    that the readings can miss is memory held for less than one interval before the mark was restarted. (A mark
+    that goes down is no proof of a restart: the kernel shows an honest process's mark lower at times, as it
+    counts resident pages per thread and catches the mark up only when memory is unmapped.)"""
 
     def __init__(self, pid):
         self._fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
-        self.highest = self.mark = 0
-        self.lowered = False
+        self.highest = 0
         self._done = False
         self._read()
         self._thread = threading.Thread(target=self._run, name="memory watch", daemon=True)
@@ -430,10 +424,7 @@ class MemoryWatch:
                 fields[name] = int(value.split()[0]) * 1024
         if not fields:  # the process is gone
             raise OSError("no memory figures")
-        mark = fields.get(b"VmHWM", 0)
-        self.lowered |= mark < self.mark
-        self.mark = mark
-        self.highest = max(self.highest, mark, fields.get(b"VmRSS", 0))
+        self.highest = max(self.highest, *fields.values())
 
     def _run(self):
         while not self._done:
