@@ -405,14 +405,17 @@ class MemoryWatch:
 
     The highest reading stands whatever the job does to the mark after it (a write to its ``clear_refs``): all
     that the readings can miss is memory held for less than one interval before the mark was restarted. (A mark
-    that goes down is no proof of a restart: the kernel shows an honest process's mark lower at times, as it
-    counts resident pages per thread and catches the mark up only when memory is unmapped.)"""
+    that goes down is no proof of a restart: the reference's own did, read this way, without control groups.)"""
 
     def __init__(self, pid):
         self._fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
         self.highest = 0
         self._done = False
-        self._read()
+        try:
+            self._read()
+        except OSError:
+            os.close(self._fd)
+            raise
         self._thread = threading.Thread(target=self._run, name="memory watch", daemon=True)
         self._thread.start()
 
