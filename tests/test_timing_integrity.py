@@ -6,7 +6,9 @@
    command, read an output and send a reply was taken before the submission ran, and the submission's code
    (its modes, hooks and threads) never runs in that thread. A submission that patches the modules the job
    uses, replaces builtins or leaves a torch mode active gets the figures of what it really computed.
-7. The memory figure cannot be restarted by the job: its code cannot open /proc's clear_refs or exec.
+7. The memory figure cannot be restarted by the job: its code cannot open /proc's clear_refs or exec; and without
+   control groups the figure is watched from outside through the call, so a restart (through readline's
+   history file, in a dumpable job) lowers nothing (issue 36, point 6).
 
 Each attack here is a whole submission: the reference, plus code that makes the timed path fast and wrong
 (zeros, at the timing sizes only, so that the correctness tests pass and the path is timed) and then tries to

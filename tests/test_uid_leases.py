@@ -11,7 +11,9 @@ folder only root may enter): no lock is mocked. Shown:
 * the lease files cannot be opened by a job's user, so no job can take or hold a lease;
 * a job's keeper (the one process that kills what runs as its id when the job ends) holds the id's lease too,
   so when a grader crashes its ids are free only once its keepers have ended: a job another grader starts on
-  such an id is never killed by the crashed grader's keeper (hypothesis draws when the crash comes).
+  such an id is never killed by the crashed grader's keeper (hypothesis draws when the crash comes);
+* so does the keeper's killer (the process that kill(-1)s as the id): a keeper killed in its kill round leaves the
+  id leased until its killer has ended (hypothesis draws where the killer is held, and whether the keeper dies).
 """
 
 import os
