@@ -45,8 +45,8 @@ path, the rest stays the student's, so a stand-in keeps the timing about their c
   a table built, is not what each call needs): the job's control group's
   high-water mark (all its processes, read and restarted from outside the
   job); without control groups, the kernel's high-water mark of the process
-  (``/proc/PID/status``, restarted through ``clear_refs``, which the job's audit hook keeps its code from
-  opening, and tier C's filter from reaching by exec); on CUDA the allocator's peak.
+  (``/proc/PID/status``, restarted through ``clear_refs``), watched from outside through the call
+  (``MemoryWatch``), so that nothing the job does to that mark lowers the figure; on CUDA the allocator's peak.
 """
 
 import contextlib
@@ -262,25 +262,43 @@ class ServeChild:
         return f"its process ended (exit status {code})" + (f"; its last output: {voice.quote(last)}" if last else "")
 
     def reset_memory_peak(self):
-        """Restart the high-water mark of the job's memory; returns what the job holds now (or None)."""
+        """Restart the high-water mark of the job's memory; returns what the job holds now (or None).
+
+        Without a control group, the mark is the runner's own (``VmHWM``), which a process of the job that can
+        write its ``clear_refs`` could restart too (a dumpable job: tier B's; or through a call that no audit hook
+        sees, such as readline's history file): a thread of the grader's watches it until ``memory_peak``
+        (``MemoryWatch``), so the figure is what the job held, whatever the job does to the mark."""
         group = self.job.group
         self._peak_of_group = group is not None and group.reset_memory_peak()
         if self._peak_of_group:
             return group.memory_now()
+        self._stop_watch()
         try:
             Path(f"/proc/{self.worker_pid}/clear_refs").write_text("5")
+            self._watch = MemoryWatch(self.worker_pid)
             return _proc_status(self.worker_pid, "VmRSS")
         except (OSError, TypeError):
             return None
 
+    def _stop_watch(self):
+        watch, self._watch = getattr(self, "_watch", None), None
+        if watch is not None:
+            watch.stop()
+        return watch
+
     def memory_peak(self):
-        """The high-water mark since ``reset_memory_peak``: the job's group's, else the runner's (or None)."""
+        """The high-water mark since ``reset_memory_peak``: the job's group's, else the runner's as watched from
+        outside (or None)."""
         if getattr(self, "_peak_of_group", False):
             return self.job.group.memory_peak()
+        watch = self._stop_watch()
         try:
-            return _proc_status(self.worker_pid, "VmHWM")
+            final = _proc_status(self.worker_pid, "VmHWM")
         except (OSError, TypeError):
-            return None
+            final = None
+        if watch is None:
+            return final
+        return max(watch.highest, final or 0)
 
     def background(self):
         """What the job ran off its runner's main thread since the last call of this, as words, or "".
@@ -311,6 +329,7 @@ class ServeChild:
 
     def close(self):
         self.broken = True
+        self._stop_watch()
         self.job.stop()
         self.output.close()
 
@@ -375,6 +394,57 @@ def _thread_seconds(pid, skip):
             except (OSError, ValueError, IndexError):
                 pass
     return total
+
+
+MEMORY_WATCH_SECONDS = 0.0002  # how often the watch reads the runner's memory in /proc
+
+
+class MemoryWatch:
+    """The memory of the process ``pid``, read in /proc by a thread of the grader's until ``stop``: the highest of
+    its resident size and its high-water mark (``VmRSS``, ``VmHWM``) over all the readings.
+
+    The highest reading stands whatever the job does to the mark after it (a write to its ``clear_refs``): all
+    that the readings can miss is memory held for less than one interval before the mark was restarted. (A mark
+    that goes down is no proof of a restart: the reference's own did, read this way, without control groups.)"""
+
+    def __init__(self, pid):
+        self._fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+        self.highest = 0
+        self._done = False
+        try:
+            self._read()
+        except OSError:
+            os.close(self._fd)
+            raise
+        self._thread = threading.Thread(target=self._run, name="memory watch", daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        fields = {}
+        for line in os.pread(self._fd, 1 << 14, 0).splitlines():
+            name, _, value = line.partition(b":")
+            if name in (b"VmHWM", b"VmRSS"):
+                fields[name] = int(value.split()[0]) * 1024
+        if not fields:  # the process is gone
+            raise OSError("no memory figures")
+        self.highest = max(self.highest, *fields.values())
+
+    def _run(self):
+        while not self._done:
+            try:
+                self._read()
+            except OSError:
+                return
+            time.sleep(MEMORY_WATCH_SECONDS)
+
+    def stop(self):
+        self._done = True
+        self._thread.join()
+        try:
+            self._read()
+        except OSError:
+            pass
+        os.close(self._fd)
 
 
 def _proc_status(pid, field):

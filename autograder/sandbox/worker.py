@@ -1222,15 +1222,17 @@ def _end_user(uid, lease=None):
     """In the keeper: kill every process of user ``uid`` and reap the ones that came back here; whether none is left.
 
     A process of that user is forked to signal them all at once (kill(-1) from it reaches its own user's
-    processes only, and spares itself), until /proc shows none alive. It lets go of ``lease`` (the
-    keeper's descriptor of the id's lease) before it becomes that user.
+    processes only, and spares itself), until /proc shows none alive. It keeps ``lease`` (the keeper's
+    descriptor of the id's lease) open until it has ended: whatever becomes of the keeper meanwhile (killed
+    with its fork server's tree), the id stays leased while anything may still kill in its name, so no
+    other grader's job on that id can be killed by it. It is not dumpable, so no process of the job's user
+    can reach that descriptor through /proc.
     """
     for _ in range(200):
         pid = os.fork()
         if pid == 0:
             try:
-                if lease is not None:
-                    os.close(lease)
+                _libc_handle.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
                 os.setresuid(uid, uid, uid)
                 os.kill(-1, signal.SIGKILL)
             finally:
