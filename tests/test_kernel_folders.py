@@ -184,14 +184,21 @@ def test_the_kernel_can_make_no_namespace_of_its_own_to_mount_an_unbounded_folde
     """A user namespace of its own would give the kernel the right to mount a tmpfs of any size (half the
     machine's memory by default): it gets none, by the C library or by a program."""
     output = kernel.run(
-        "import ctypes, subprocess\n"
+        "import ctypes, os, subprocess\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
         "print('unshare', libc.unshare(0x10000000 | 0x00020000), ctypes.get_errno())\n"
         "run = subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs big /tmp && "
         "head -c 200000000 /dev/zero > /tmp/x && echo wrote-200MB'], capture_output=True, text=True)\n"
-        "print('program', run.returncode, run.stdout.strip())\n")
+        "print('program', run.returncode, run.stdout.strip())\n"
+        "run = subprocess.run(['sh', '-c', 'mount -t tmpfs big /tmp && echo mounted'], capture_output=True, text=True)\n"
+        "print('mount', run.returncode, run.stdout.strip())\n"
+        "print('capabilities', [line.split()[1] for line in open('/proc/self/status') if line.startswith('CapEff')])\n"
+        "print('uid', os.getuid())\n")
     assert f"unshare -1 {errno.EPERM}" in output, output
     assert "wrote-200MB" not in output and "program 0" not in output, output
+    # Nor a mount in the namespace it has: it is not root there, and has no capability left.
+    assert "mounted" not in output and "capabilities ['0000000000000000']" in output, output
+    assert "uid 0" not in output, output
 
 
 def test_nothing_the_kernel_wrote_is_left_once_it_has_ended(tmp_path):

@@ -42,11 +42,22 @@ def mount(source, target, kind, flags, options=None):
     return libc.mount(encode(source), encode(target), encode(kind), flags, encode(options))
 
 
+NOBODY = 65534
+
+
 def own_namespaces():
-    """A user and mount namespace of this process's own, as the same user: its mounts can be changed here."""
+    """A user and mount namespace of this process's own: its mounts can be changed here (this process, which made
+    it, has every capability in it until it execs).
+
+    The kernel's user there is never root (bubblewrap's user is root where the grader is, and a root kernel would
+    keep every capability in this namespace after exec: it could mount a tmpfs of any size): root becomes nobody,
+    the same user of the machine.
+    """
     uid, gid = os.getuid(), os.getgid()
+    inner_uid, inner_gid = uid or NOBODY, gid or NOBODY
     check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "make a namespace of its own")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{inner_uid} {uid} 1"),
+                       ("gid_map", f"{inner_gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as handle:
             handle.write(text)
     check(mount("none", "/", None, MS_REC | MS_PRIVATE), "make its mounts private")
@@ -134,6 +145,9 @@ def main():
     os.chdir(spec["chdir"])
     no_new_user_namespaces()
     # This process's capabilities (all of them, in its own namespace) end at exec: its user is not root there.
+    if os.getuid() == 0:
+        sys.stderr.write("The notebook kernel's sandbox would run the kernel as root\n")
+        os._exit(125)
     os.execv(command[0], command)
 
 
