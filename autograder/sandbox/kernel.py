@@ -12,12 +12,16 @@ under bubblewrap, in new user, PID, network, IPC and mount namespaces, with the
 system's libraries and the Python environment read-only (the grader's package
 and the reference covered, so the hidden regions of the test cells find no
 ``autograder`` to import, and their verdict comes from ``TrustedGrades``), the
-notebook's folder read-only, a private /tmp, and the worker's address-space
-limit (``prlimit``, inside). It talks to nbgrader over
-unix sockets in a folder of its own (the ``ipc`` transport: there is no network
-inside, and ipykernel warns of a TCP kernel's plain-text traffic), and an interrupt
-goes as a message, since a signal to bubblewrap does not reach the kernel. The
-kernel and everything it started die with it, before the manager's cleanup returns.
+notebook's folder read-only, and the worker's address-space limit (``prlimit``, inside).
+What it may write is four folders of its own, each a tmpfs of a fixed size and number
+of files, mounted by the sandbox's first program (kernel_folders.py) in a namespace of
+the kernel's own, which can make no other: /tmp, /work, /dev/shm, and its sockets'
+folder. It talks to nbgrader over unix sockets there (the ``ipc`` transport: there is
+no network inside, and ipykernel warns of a TCP kernel's plain-text traffic), which the
+grader reaches through the kernel's ``/proc/PID/root``: no folder of the machine's is
+written. An interrupt goes as a message, since a signal to bubblewrap does not reach
+the kernel. The kernel and everything it started die with it, before the manager's
+cleanup returns, and its folders with them.
 
 Registered in the course's ``nbgrader_config.py`` as the ``Execute``
 preprocessor's ``kernel_manager_class``.
