@@ -276,3 +276,21 @@ def test_the_machines_dev_bound_in_for_a_gpu_is_read_only_for_the_kernel(tmp_pat
         pytest.fail(f"the sandbox made {name} in the machine's /dev")
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["refused", str(errno.EROFS), "device", "open", "shm", "written"], run.stdout
+
+
+def test_a_kernel_whose_folders_cannot_be_made_does_not_start_and_says_why(tmp_path, monkeypatch, capfd):
+    """Where its bounded folders cannot be mounted (here: a size no tmpfs takes for the sockets' folder, which
+    bubblewrap never sees), the kernel is not started without them: starting it fails with a message."""
+    from autograder.sandbox.kernel import SandboxedKernelManager
+
+    monkeypatch.setattr(kernel_module, "SOCKET_FOLDER_BYTES", -1)
+    manager = SandboxedKernelManager()
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(RuntimeError, match="did not start in its sandbox"):
+            loop.run_until_complete(manager.start_kernel(cwd=str(tmp_path)))
+        assert manager.provisioner is None or not loop.run_until_complete(manager.is_alive())
+        assert "could not mount /sockets" in capfd.readouterr().err
+    finally:
+        loop.run_until_complete(manager.cleanup_resources())
+        loop.close()

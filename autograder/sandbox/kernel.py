@@ -167,8 +167,8 @@ class SandboxedKernelManager(AsyncKernelManager):
             if self._sandbox is not None:
                 await _ended(self._sandbox, self.SANDBOX_EXIT_SECONDS)
                 self._sandbox = None
-            raise RuntimeError("The notebook's kernel did not start in its sandbox (its folders were not made: "
-                               "see the kernel's error output above)")
+            raise RuntimeError("The notebook's kernel did not start in its sandbox: bubblewrap or the sandbox's "
+                               "first program (kernel_folders.py) stopped; the kernel's error output says why")
         # The grader's side reaches the sockets through a descriptor of the folder: the same folder whatever becomes
         # of the kernel's pid, and the folder lives until that descriptor is closed (_close_sockets).
         self.ip = f"/proc/self/fd/{self._sockets}/{os.path.basename(SOCKETS_INSIDE)}"
