@@ -190,7 +190,8 @@ def test_the_kernel_can_make_no_namespace_of_its_own_to_mount_an_unbounded_folde
         "run = subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs big /tmp && "
         "head -c 200000000 /dev/zero > /tmp/x && echo wrote-200MB'], capture_output=True, text=True)\n"
         "print('program', run.returncode, run.stdout.strip())\n"
-        "run = subprocess.run(['sh', '-c', 'mount -t tmpfs big /tmp && echo mounted'], capture_output=True, text=True)\n"
+        "run = subprocess.run(['sh', '-c', 'mount -t tmpfs big /tmp && echo mounted'], capture_output=True,\n"
+        "                     text=True)\n"
         "print('mount', run.returncode, run.stdout.strip())\n"
         "print('capabilities', [line.split()[1] for line in open('/proc/self/status') if line.startswith('CapEff')])\n"
         "print('uid', os.getuid())\n")
@@ -210,7 +211,8 @@ def test_nothing_the_kernel_wrote_is_left_once_it_has_ended(tmp_path):
         devices = _result(started.run(
             "import os, json\nfor folder in ('/tmp', '/work', '/dev/shm', '/sockets'):\n"
             "    _write(folder, 'small', 4 * 1024**2 if folder != '/sockets' else 10**6, 'fill')\n"
-            "print('result', json.dumps({'mnt': os.readlink('/proc/self/ns/mnt'), 'devices': [os.stat(f).st_dev for f in "
+            "print('result', json.dumps({'mnt': os.readlink('/proc/self/ns/mnt'),\n"
+            "                            'devices': [os.stat(f).st_dev for f in "
             "('/tmp', '/work', '/dev/shm', '/sockets')]}))"))
     finally:
         started.close()

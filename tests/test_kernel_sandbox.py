@@ -131,7 +131,8 @@ def test_a_deep_tree_in_the_kernels_socket_folder_stops_at_its_bound(tmp_path):
     output = _run_in_the_socket_folder(
         "fd, made = os.open(folder, os.O_RDONLY), 0\n"
         "try:\n"
-        "    for _ in range(3000):\n        os.mkdir('d', dir_fd=fd)\n        inner = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+        "    for _ in range(3000):\n        os.mkdir('d', dir_fd=fd)\n"
+        "        inner = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
         "        os.close(fd)\n        fd = inner\n        made += 1\n"
         "except OSError as error:\n    print('stopped:', error.strerror)\n"
         "print('deep', made)", tmp_path)
