@@ -20,6 +20,9 @@ CLASS_STALL_FACTOR = 15
 JOB_PROCESSES = 64
 JOB_CPUS = 1.0
 SCRATCH_BYTES = 128 * 1024**2  # each of a job's private /work, /tmp and /dev/shm
+# Files and folders each of those may hold: an empty file costs no bytes, but about a kilobyte of the machine's
+# memory. The jobs' folders (worker._private_folders) and the notebook kernel's (sandbox/kernel_folders.py).
+SCRATCH_FILES = 16384
 
 # How long one notebook cell may run under `nbgrader autograde` (nbgrader's own default, 30 s, is too tight for
 # a cold torch import on a slow machine).
