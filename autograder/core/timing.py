@@ -176,12 +176,21 @@ class ServeChild:
     clock = "wall"  # or "cpu": each call timed by the runner's CPU time (see ``timing_clock``)
 
     def cpu_seconds(self):
-        """The CPU time of the runner, all its threads (those that ended included), read from outside it once
-        none of them is on a CPU (see ``settled_cpu_seconds``)."""
+        """The CPU time of the runner, all its threads (those that ended included) and the child processes it
+        has reaped, read from outside it once none of its threads is on a CPU (see ``settled_cpu_seconds``)."""
         try:
-            return settled_cpu_seconds(self.worker_pid)
+            return settled_cpu_seconds(self.worker_pid) + reaped_children_seconds(self.worker_pid)
         except (OSError, TypeError) as error:
             raise ChildFailed(f"its process is gone ({error})") from None
+
+    def _charged(self, wall, cpu):
+        """The seconds a timed call is charged, in both jobs alike: its CPU time where the grader has less than
+        a CPU (``clock == "cpu"``); else the larger of its wall-clock time and its CPU time. The reference's job
+        runs on one thread (OMP_NUM_THREADS=1), so for it the two agree up to the wait for its reply; a job
+        that spreads its work over more threads (torch.set_num_threads, threads of its own, torch's inter-op
+        pool) or over child processes it reaps shortens the wall clock, never the CPU time, so it gains
+        nothing on more CPUs than the reference has, whatever the machine's affinity or quota allow."""
+        return cpu if self.clock == "cpu" else max(wall, cpu)
 
     def request(self, command, timeout):
         """Send one command and return (reply, seconds from send to reply) by the grader's clock.
@@ -212,15 +221,17 @@ class ServeChild:
             limit = min(timeout, budget.left())
             if limit <= 0:
                 raise BudgetSpent(budget.spent_words())
+        # A timed call is charged its job's CPU time too, read before the clock starts (the reading waits for the
+        # job's threads to leave the CPU): see ``_charged``.
+        cpu_before = self.cpu_seconds() if command["command"] == "call" else None
         started = time.perf_counter()
         try:
-            return self._exchange(command, timeout, limit, started)
+            return self._exchange(command, timeout, limit, started, cpu_before)
         finally:
             if budget is not None:
                 budget.charge(self.reference, time.perf_counter() - started)
 
-    def _exchange(self, command, timeout, limit, started):
-        cpu_before = self.cpu_seconds() if self.clock == "cpu" else None
+    def _exchange(self, command, timeout, limit, started, cpu_before):
         try:
             os.write(self._commands, (json.dumps(command) + "\n").encode())
         except OSError:
@@ -242,7 +253,7 @@ class ServeChild:
                 self._buffer += chunk
         elapsed = time.perf_counter() - started
         if cpu_before is not None:
-            elapsed = self.cpu_seconds() - cpu_before
+            elapsed = self._charged(elapsed, self.cpu_seconds() - cpu_before)
         if self.watch_background:
             self.mark_background()  # what its threads did while it worked on the command is the command's
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -338,6 +349,14 @@ def settled_cpu_seconds(pid, wait_seconds=SETTLE_SECONDS):
         if (before is not None and before == _scheduling(pid)) or time.monotonic() >= deadline:
             return seconds
         time.sleep(0.0002)
+
+
+def reaped_children_seconds(pid):
+    """The CPU time of the child processes of ``pid`` that it has waited for (``/proc/PID/stat``'s cutime and
+    cstime), read from outside it. The kernel shows them in whole clock ticks: a reading is short by less than
+    two ticks, so a call's share is exact over many calls, not within each."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 def _scheduling(pid):
