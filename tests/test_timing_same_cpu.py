@@ -30,6 +30,41 @@ from test_timing_tier import MATERIALISED
 # from both limits): its relative term is taken three times from an (Lq, Lk, dh) tensor (test_timing_tier.py).
 SLOW = MATERIALISED
 
+# The share of the heads past the first {threads} runs in a child process (see MECHANISMS).
+FORKED = '''
+
+import os as _os
+import cffi as _cffi
+_ffi = _cffi.FFI()
+_ffi.cdef("int fork(void);")
+_libc = _ffi.dlopen(None)
+_slow_shaw = shaw_scores
+_calls = [0]
+
+
+def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
+    heads, _calls[0] = q.shape[1], _calls[0] + 1
+    mine = min({{threads}}, heads - 1)
+    shape = (q.shape[0], heads - mine, q.shape[-2], k.shape[-2])
+    path = "/dev/shm/part-%d" % _calls[0]
+    shared = torch.from_file(path, shared=True, size=shape[0] * shape[1] * shape[2] * shape[3], dtype=q.dtype)
+    done, told = _os.pipe()
+    child = _libc.fork()
+    if child == 0:
+        if {twice} and _libc.fork() != 0:
+            _os._exit(0)  # the grandchild does the work, an orphan
+        part = _slow_shaw(q[:, mine:], k[:, mine:], rel_k, max_relative_position, scale=scale)
+        shared.view(shape).copy_(part)
+        _os.write(told, b"x")
+        _os._exit(0)
+    out = _slow_shaw(q[:, :mine], k[:, :mine], rel_k, max_relative_position, scale=scale)
+    {end}
+    _os.close(done)
+    _os.close(told)
+    _os.unlink(path)
+    return torch.cat([out, shared.view(shape).clone()], 1)
+'''
+
 # Ways to run the same path on more CPUs than the reference's job uses, each added after SLOW. {threads} is the
 # count drawn for the run.
 MECHANISMS = {
@@ -87,6 +122,14 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
         out[:, share] = part
     return out
 ''',
+    # Child processes, each running the path on its share of the heads into shared memory. Python's ways to fork
+    # are refused by the timing job's audit hook, but libc's fork reached through cffi is not (the bubblewrap tiers;
+    # tier C's seccomp filter refuses it): the runner waits for them, or leaves them unreaped, or they fork again
+    # and leave an orphan to the job's first process.
+    "processes over the heads, reaped": FORKED.format(end="_os.waitpid(child, 0)", twice="False"),
+    "processes over the heads, left unreaped": FORKED.format(end="_os.read(done, 1)", twice="False"),
+    "processes over the heads, orphaned": FORKED.format(end="_os.read(done, 1)\n    _os.waitpid(child, 0)",
+                                                          twice="True"),
 }
 
 
@@ -116,8 +159,9 @@ def _shaw(grader, path, text):
 GRADINGS = 2  # of each twin, interleaved, in one run: the verdict compares what they read side by side
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(mechanism=st.sampled_from(sorted(MECHANISMS)), threads=st.integers(2, max(2, os.cpu_count())))
+@pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(threads=st.sampled_from([2, 3, 4, 8]))
 def test_more_threads_in_the_job_get_no_more_timing_points_than_the_honest_twin(grader, tmp_path, reference_text,
                                                                                  job_alone, mechanism, threads):
     twins = {"honest": reference_text + SLOW,

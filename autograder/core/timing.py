@@ -69,7 +69,7 @@ from autograder.core import units, voice
 from autograder.core import loop_check
 from autograder.core.loop_check import count_changes, counts_words, findings, refuse_imports_of
 from autograder.intake.inert import inert_line
-from autograder.sandbox.server import JOB_USERS, ServerFailed, frame, send_all, tail
+from autograder.sandbox.server import JOB_USERS, ServerFailed, _descendants, frame, send_all, tail
 
 refuse_imports_of(units.module_names())  # a submission's code is known in its job by its unit's module name
 SAMPLES = 96  # output entries compared after each timed pair (and after the call measured for memory)
@@ -176,12 +176,20 @@ class ServeChild:
     clock = "wall"  # or "cpu": each call timed by the runner's CPU time (see ``timing_clock``)
 
     def cpu_seconds(self):
-        """The CPU time of the runner, all its threads (those that ended included) and the child processes it
-        has reaped, read from outside it once none of its threads is on a CPU (see ``settled_cpu_seconds``)."""
+        """The CPU time of the job's work, read from outside it once none of the runner's threads is on a CPU
+        (see ``settled_cpu_seconds``): the runner's, all its threads (those that ended included), and that of the
+        processes reaped by the runner or by the job's first process (the init of its PID namespace, where an
+        orphan of the job ends up, in the bubblewrap tiers). A process still there is the background check's."""
         try:
-            return settled_cpu_seconds(self.worker_pid) + reaped_children_seconds(self.worker_pid)
+            seconds = settled_cpu_seconds(self.worker_pid) + reaped_children_seconds(self.worker_pid)
         except (OSError, TypeError) as error:
             raise ChildFailed(f"its process is gone ({error})") from None
+        if getattr(self, "_first", None) is None:
+            self._first = self.job._first_host_pid()
+        try:
+            return seconds + (reaped_children_seconds(self._first) if self._first is not None else 0.0)
+        except OSError as error:
+            raise ChildFailed(f"its first process is gone ({error})") from None
 
     def _charged(self, wall, cpu):
         """The seconds a timed call is charged, in both jobs alike: its CPU time where the grader has less than
@@ -304,6 +312,9 @@ class ServeChild:
         if runner is None:
             return ""
         processes = self.job.processes()  # its control group's, or its user's, or the runner's tree
+        # and the runner's children that ended unreaped: a control group no longer lists them, and their CPU time
+        # is counted nowhere until they are reaped
+        processes |= set(_descendants(runner))
         first = self.job._first_host_pid() if self.job.group is not None else None
         others = sorted(processes - {runner, first})
         if others:
