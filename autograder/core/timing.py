@@ -33,8 +33,10 @@ path, the rest stays the student's, so a stand-in keeps the timing about their c
   each input, the same in both jobs) and calls the path, from the command sent to the reply received; one job
   at a time, alternating which goes first. No clock of the student's process is read, no code of the
   submission runs between a call's inputs and its reply untimed, and caching on the inputs' identity or
-  content gains nothing. The figure is the median of the per-pair ratios student/reference; pairs stop early
-  once every ratio lies on the same side of every band's limit.
+  content gains nothing. A call is charged the larger of that time and its job's CPU time, read from outside
+  (``ServeChild._charged``): the reference's job runs on one thread, and a job that spreads its work over more
+  threads or processes shortens only the first. The figure is the median of the per-pair ratios
+  student/reference; pairs stop early once every ratio lies on the same side of every band's limit.
 * After each pair, entries of both outputs at indices drawn only then must
   agree, read by the job's main thread, which never runs the submission's code (worker.py says how).
   Between its reply and the next command the student's job must do nothing:
