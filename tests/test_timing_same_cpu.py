@@ -124,10 +124,10 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
 ''',
     # Child processes, each running the path on its share of the heads into shared memory. Python's ways to fork
     # are refused by the timing job's audit hook, but libc's fork reached through cffi is not (the bubblewrap tiers;
-    # tier C's seccomp filter refuses it): the runner waits for them, or leaves them unreaped, or they fork again
-    # and leave an orphan to the job's first process.
+    # tier C's seccomp filter refuses it): the runner waits for them, or they fork again and leave an orphan to the
+    # job's first process. (A fork from a thread of a process that holds other threads may hang in the child: the
+    # call then runs past its time and gets no points, which is no more than the twin's.)
     "processes over the heads, reaped": FORKED.format(end="_os.waitpid(child, 0)", twice="False"),
-    "processes over the heads, left unreaped": FORKED.format(end="_os.read(done, 1)", twice="False"),
     "processes over the heads, orphaned": FORKED.format(end="_os.read(done, 1)\n    _os.waitpid(child, 0)",
                                                           twice="True"),
 }
@@ -232,3 +232,26 @@ def test_the_cpu_time_of_reaped_children_is_counted_to_within_a_tick(commands):
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_child_left_unreaped_costs_the_tier(grader, tmp_path, reference_text, job_alone):
+    """A child process that ended but was never waited for is counted nowhere (not in the runner's CPU time, nor in
+    its reaped children's, and a control group no longer lists it): the job must not hold one between its calls.
+    Started here through ``_posixsubprocess.fork_exec``, which raises no audit event. Before, the background check
+    read the control group's list alone, and the path kept its points."""
+    test, ratios = _shaw(grader, tmp_path / "unreaped.py", reference_text + UNREAPED)
+    assert test.score == 0 and not ratios, test.output
+    assert "other process" in test.output, test.output
+
+
+# The reference's path, and in each call a child process (a program that ends at once) that it never waits for.
+UNREAPED = '''
+
+import multiprocessing.util as _util
+_fast_shaw = shaw_scores
+
+
+def shaw_scores(*args, **kwargs):
+    _util.spawnv_passfds(b"/bin/true", [b"true"], [])
+    return _fast_shaw(*args, **kwargs)
+'''
