@@ -24,11 +24,22 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from autograder.core.grade import Grader
 from autograder.core.timing import reaped_children_seconds
 from conftest import UNIT
-from test_timing_tier import MATERIALISED
 
-# The slow path: vectorized, correct, and about 7x the reference here (the middle of the half-points band, far
-# from both limits): its relative term is taken three times from an (Lq, Lk, dh) tensor (test_timing_tier.py).
-SLOW = MATERIALISED
+# The slow path: the reference's, then passes over its scores that change nothing and cost time, each spread over
+# torch's threads when it has more than one (an element-wise operation: the kind that gains most from them). About
+# 8x the reference here on one thread, inside the half-points band (4x to 25x) by more than the noise band of a
+# busy machine (0.4x to 2x); with 8 threads the passes ran 2 to 3.5 times faster on 2 cores before the fix.
+SLOW = '''
+
+_fast_shaw = shaw_scores
+
+
+def shaw_scores(*args, **kwargs):
+    scores = _fast_shaw(*args, **kwargs)
+    for _ in range(PASSES):
+        scores = scores + 0 * torch.tanh(scores)
+    return scores
+'''.replace("PASSES", "14")
 
 # The share of the heads past the first {threads} runs in a child process (see MECHANISMS).
 FORKED = '''
@@ -133,9 +144,20 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
 }
 
 
-@pytest.fixture(scope="module")
-def grader():
-    grader = Grader(UNIT, sandbox="auto")
+# Tier A (a control group per job, whose CPU quota of one CPU binds only past 100 ms of work in a period, longer
+# than a call) and tier B (none: the tier where the held-out attack's threads ran freely).
+@pytest.fixture(scope="module", params=["control groups", "no control groups"])
+def grader(request):
+    before = os.environ.get("AUTOGRADER_CGROUP")
+    if request.param == "no control groups":
+        os.environ["AUTOGRADER_CGROUP"] = "off"
+    try:
+        grader = Grader(UNIT, sandbox="auto")
+    finally:
+        if before is None:
+            os.environ.pop("AUTOGRADER_CGROUP", None)
+        else:
+            os.environ["AUTOGRADER_CGROUP"] = before
     yield grader
     grader.close()
 
@@ -156,12 +178,12 @@ def _shaw(grader, path, text):
     return test, ratios
 
 
-GRADINGS = 2  # of each twin, interleaved, in one run: the verdict compares what they read side by side
+GRADINGS = 3  # of each twin, interleaved, in one run: the verdict compares what they read side by side
 
 
 @pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(threads=st.sampled_from([2, 3, 4, 8]))
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(threads=st.sampled_from([8, 4, 3, 2]))
 def test_more_threads_in_the_job_get_no_more_timing_points_than_the_honest_twin(grader, tmp_path, reference_text,
                                                                                  job_alone, mechanism, threads):
     twins = {"honest": reference_text + SLOW,
@@ -175,10 +197,11 @@ def test_more_threads_in_the_job_get_no_more_timing_points_than_the_honest_twin(
     assert max(test.score for test, _ in graded["threaded"]) <= max(test.score for test, _ in graded["honest"]), said
     threaded = [ratios[0] for _, ratios in graded["threaded"] if ratios]
     if threaded:  # a path whose threads the count refuses has no figure, and no points
-        # Before the fix, the threads read about half the honest twin's figure (3.1x against 7x, 2 quiet cores);
-        # charged by its CPU time, the same work reads at least what one thread takes, give or take the noise.
+        # Before the fix, the threads read well under half the honest twin's figure (3.1x against 7x for the
+        # held-out attack); charged by its CPU time, the same work reads at least what one thread takes, give or
+        # take the noise of the machine, which the geometric mean of three gradings of each twin narrows.
         honest = [ratios[0] for _, ratios in graded["honest"]]
-        assert statistics.geometric_mean(threaded) >= 0.6 * statistics.geometric_mean(honest), said
+        assert statistics.geometric_mean(threaded) >= 0.5 * statistics.geometric_mean(honest), said
 
 
 def test_the_reference_keeps_the_tier(grader, tmp_path, reference_text):
