@@ -140,6 +140,7 @@ class ServeChild:
     def __init__(self, server, chunks, filename, limits, unit, reference=False):
         self.reference = reference  # a reference job: its failures are the grader's (ReferenceFailed)
         self.broken = False  # a request failed: its state is unknown (a late reply may be on its way), never reuse it
+        self._first = None  # the job's first process on this machine, once found (see ``cpu_seconds``)
         self.output = tempfile.TemporaryFile()
         child_limits = {memory_limit_name(): limits.memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
         if limits.processes_by_rlimit:
@@ -186,7 +187,7 @@ class ServeChild:
             seconds = settled_cpu_seconds(self.worker_pid) + reaped_children_seconds(self.worker_pid)
         except (OSError, TypeError) as error:
             raise ChildFailed(f"its process is gone ({error})") from None
-        if getattr(self, "_first", None) is None:
+        if self._first is None:
             self._first = self.job._first_host_pid()
         try:
             return seconds + (reaped_children_seconds(self._first) if self._first is not None else 0.0)
