@@ -278,3 +278,29 @@ def shaw_scores(*args, **kwargs):
     _util.spawnv_passfds(b"/bin/true", [b"true"], [])
     return _fast_shaw(*args, **kwargs)
 '''
+
+
+def test_each_timed_call_is_charged_at_least_the_cpu_time_its_job_used(grader, tmp_path, reference_text,
+                                                                         monkeypatch):
+    """Read by the test on its own, around each timed call of the student's and the reference's jobs: the CPU time
+    of the job's runner (all its threads) over the call. Charged by the wall clock alone, as before, a call whose
+    work ran on 8 threads at once was charged less than the CPU time it used."""
+    from autograder.core import timing
+
+    seen, real = [], timing.ServeChild.request
+
+    def request(self, command, timeout):
+        if command.get("command") != "call":
+            return real(self, command, timeout)
+        before = timing.settled_cpu_seconds(self.worker_pid)
+        reply, charged = real(self, command, timeout)
+        seen.append((self.reference, charged, timing.settled_cpu_seconds(self.worker_pid) - before))
+        return reply, charged
+
+    monkeypatch.setattr(timing.ServeChild, "request", request)
+    test, ratios = _shaw(grader, tmp_path / "threaded.py", reference_text + SLOW
+                         + MECHANISMS["torch.set_num_threads in each call"].format(threads=8))
+    assert ratios, test.output
+    assert {reference for reference, _, _ in seen} == {True, False}
+    short = [(charged, used) for _, charged, used in seen if charged < used - 0.0005]
+    assert not short, (short, test.output)
