@@ -33,8 +33,10 @@ path, the rest stays the student's, so a stand-in keeps the timing about their c
   each input, the same in both jobs) and calls the path, from the command sent to the reply received; one job
   at a time, alternating which goes first. No clock of the student's process is read, no code of the
   submission runs between a call's inputs and its reply untimed, and caching on the inputs' identity or
-  content gains nothing. The figure is the median of the per-pair ratios student/reference; pairs stop early
-  once every ratio lies on the same side of every band's limit.
+  content gains nothing. A call is charged the larger of that time and its job's CPU time, read from outside
+  (``ServeChild._charged``): the reference's job runs on one thread, and a job that spreads its work over more
+  threads or processes shortens only the first. The figure is the median of the per-pair ratios
+  student/reference; pairs stop early once every ratio lies on the same side of every band's limit.
 * After each pair, entries of both outputs at indices drawn only then must
   agree, read by the job's main thread, which never runs the submission's code (worker.py says how).
   Between its reply and the next command the student's job must do nothing:
@@ -69,7 +71,7 @@ from autograder.core import units, voice
 from autograder.core import loop_check
 from autograder.core.loop_check import count_changes, counts_words, findings, refuse_imports_of
 from autograder.intake.inert import inert_line
-from autograder.sandbox.server import JOB_USERS, ServerFailed, frame, send_all, tail
+from autograder.sandbox.server import JOB_USERS, ServerFailed, _descendants, frame, send_all, tail
 
 refuse_imports_of(units.module_names())  # a submission's code is known in its job by its unit's module name
 SAMPLES = 96  # output entries compared after each timed pair (and after the call measured for memory)
@@ -138,6 +140,7 @@ class ServeChild:
     def __init__(self, server, chunks, filename, limits, unit, reference=False):
         self.reference = reference  # a reference job: its failures are the grader's (ReferenceFailed)
         self.broken = False  # a request failed: its state is unknown (a late reply may be on its way), never reuse it
+        self._first = None  # the job's first process on this machine, once found (see ``cpu_seconds``)
         self.output = tempfile.TemporaryFile()
         child_limits = {memory_limit_name(): limits.memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
         if limits.processes_by_rlimit:
@@ -176,12 +179,29 @@ class ServeChild:
     clock = "wall"  # or "cpu": each call timed by the runner's CPU time (see ``timing_clock``)
 
     def cpu_seconds(self):
-        """The CPU time of the runner, all its threads (those that ended included), read from outside it once
-        none of them is on a CPU (see ``settled_cpu_seconds``)."""
+        """The CPU time of the job's work, read from outside it once none of the runner's threads is on a CPU
+        (see ``settled_cpu_seconds``): the runner's, all its threads (those that ended included), and that of the
+        processes reaped by the runner or by the job's first process (the init of its PID namespace, where an
+        orphan of the job ends up, in the bubblewrap tiers). A process still there is the background check's."""
         try:
-            return settled_cpu_seconds(self.worker_pid)
+            seconds = settled_cpu_seconds(self.worker_pid) + reaped_children_seconds(self.worker_pid)
         except (OSError, TypeError) as error:
             raise ChildFailed(f"its process is gone ({error})") from None
+        if self._first is None:
+            self._first = self.job._first_host_pid()
+        try:
+            return seconds + (reaped_children_seconds(self._first) if self._first is not None else 0.0)
+        except OSError as error:
+            raise ChildFailed(f"its first process is gone ({error})") from None
+
+    def _charged(self, wall, cpu):
+        """The seconds a timed call is charged, in both jobs alike: its CPU time where the grader has less than
+        a CPU (``clock == "cpu"``); else the larger of its wall-clock time and its CPU time. The reference's job
+        runs on one thread (OMP_NUM_THREADS=1), so for it the two agree up to the wait for its reply; a job
+        that spreads its work over more threads (torch.set_num_threads, threads of its own, torch's inter-op
+        pool) or over child processes it reaps shortens the wall clock, never the CPU time, so it gains
+        nothing on more CPUs than the reference has, whatever the machine's affinity or quota allow."""
+        return cpu if self.clock == "cpu" else max(wall, cpu)
 
     def request(self, command, timeout):
         """Send one command and return (reply, seconds from send to reply) by the grader's clock.
@@ -212,15 +232,17 @@ class ServeChild:
             limit = min(timeout, budget.left())
             if limit <= 0:
                 raise BudgetSpent(budget.spent_words())
+        # A timed call is charged its job's CPU time too, read before the clock starts (the reading waits for the
+        # job's threads to leave the CPU): see ``_charged``.
+        cpu_before = self.cpu_seconds() if command["command"] == "call" else None
         started = time.perf_counter()
         try:
-            return self._exchange(command, timeout, limit, started)
+            return self._exchange(command, timeout, limit, started, cpu_before)
         finally:
             if budget is not None:
                 budget.charge(self.reference, time.perf_counter() - started)
 
-    def _exchange(self, command, timeout, limit, started):
-        cpu_before = self.cpu_seconds() if self.clock == "cpu" else None
+    def _exchange(self, command, timeout, limit, started, cpu_before):
         try:
             os.write(self._commands, (json.dumps(command) + "\n").encode())
         except OSError:
@@ -242,7 +264,7 @@ class ServeChild:
                 self._buffer += chunk
         elapsed = time.perf_counter() - started
         if cpu_before is not None:
-            elapsed = self.cpu_seconds() - cpu_before
+            elapsed = self._charged(elapsed, self.cpu_seconds() - cpu_before)
         if self.watch_background:
             self.mark_background()  # what its threads did while it worked on the command is the command's
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -311,6 +333,9 @@ class ServeChild:
         if runner is None:
             return ""
         processes = self.job.processes()  # its control group's, or its user's, or the runner's tree
+        # and the runner's children that ended unreaped: a control group no longer lists them, and their CPU time
+        # is counted nowhere until they are reaped
+        processes |= set(_descendants(runner))
         first = self.job._first_host_pid() if self.job.group is not None else None
         others = sorted(processes - {runner, first})
         if others:
@@ -357,6 +382,14 @@ def settled_cpu_seconds(pid, wait_seconds=SETTLE_SECONDS):
         if (before is not None and before == _scheduling(pid)) or time.monotonic() >= deadline:
             return seconds
         time.sleep(0.0002)
+
+
+def reaped_children_seconds(pid):
+    """The CPU time of the child processes of ``pid`` that it has waited for (``/proc/PID/stat``'s cutime and
+    cstime), read from outside it. The kernel shows them in whole clock ticks: a reading is short by less than
+    two ticks, so a call's share is exact over many calls, not within each."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 def _scheduling(pid):
