@@ -289,7 +289,11 @@ def test_a_notebook_that_forges_the_timing_job_s_reply_gets_no_timing_points(cou
     assert scores == {test.id: 0 if test.id == "shaw_speed" else test.points for test in rubric.TESTS}, scores
     cell = next(cell for cell in course.graded.autograded("forges_the_timing_sample")["cells"]
                 if _grade_id(cell) == "shaw_speed")
-    assert "differs from the reference" in json.dumps(cell["outputs"]), cell["outputs"]
+    # Its path returns zeros at the timing sizes only, so its steps change with the length: the count, which runs for
+    # every path (issue 36), refuses it before the sampled entries would (tests/test_timing_integrity.py tests those
+    # with the count set aside). Either way nothing of the forged reply counts.
+    said = json.dumps(cell["outputs"])
+    assert "differs from the reference" in said or "The count changes with the length" in said, cell["outputs"]
 
 
 def test_the_reference_notebook_runs_top_to_bottom_without_an_error(course):

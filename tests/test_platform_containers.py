@@ -32,7 +32,7 @@ from conftest import UNIT, notebook
 from red_team_corpus import corpus
 from test_gradescope import assert_gradescope_schema
 from test_timing_tier import ROW_LOOP
-from timing_attacks import RESTARTS_THE_HIGH_WATER_MARK, SLOW_BUT_PRECOMPUTED, forged
+from timing_attacks import HOLDS_THEN_RESTARTS_THE_MARK, RESTARTS_THE_HIGH_WATER_MARK, SLOW_BUT_PRECOMPUTED, forged
 
 SUBMISSION = "/autograder/submission/positional_encodings.py"
 # Containers at once: two for honest submissions, whose timing verdicts are compared with the host's; more for
@@ -233,6 +233,17 @@ def test_the_timing_tier_s_figures_are_the_work_s_own_in_the_container(graded, n
         assert shaw["score"] == shaw["max_score"], shaw.get("output")
     else:
         assert shaw["score"] == 0, shaw.get("output")
+
+
+def test_memory_held_before_the_mark_is_restarted_is_counted_in_the_container(image, reference_text):
+    """Issue 36, point 6, in Docker's default container (tier C, no control group per job: the memory figure is the
+    runner's high-water mark, watched from outside through the call): a path that holds 60 score-sized tensors,
+    then tries to restart the mark (readline's history file, clear_refs, exec), is over the memory limit."""
+    ran = docker_kit.run(image, "/autograder/run_autograder",
+                         files={SUBMISSION: (reference_text + HOLDS_THEN_RESTARTS_THE_MARK.format(copies=60)).encode()},
+                         fetch=[RESULTS], timeout=300)
+    shaw = next(test for test in results_of(ran)["tests"] if test["name"] == "shaw_speed")
+    assert shaw["score"] == 0 and "Over it" in shaw.get("output", ""), shaw.get("output")
 
 
 def test_the_hidden_cases_are_out_of_sight_until_the_due_date(graded):

@@ -167,3 +167,61 @@ def test_a_submission_writing_to_the_grader_s_pipes_gets_a_row_and_no_points(pro
     assert [test.id for test in result.tests] == [test.id for test in rubric.TESTS]
     assert result.score == 0
     assert not result.grader_fault, [test.output for test in result.tests][:2]
+
+
+# --- a reply larger than any correct answer (issue 36, point 6) -----------------------------------------------
+
+# The reference, with one task's function returning, on its first call, a tensor of ``elements`` float32 zeros: a
+# results frame far larger than any correct answer of that task (the largest honest one is under 2 MB).
+FLOODS = '''
+import torch as _torch
+
+_honest_{name} = {name}
+_flooded = []
+
+
+def {name}(*args, **kwargs):
+    if not _flooded:
+        _flooded.append(True)
+        return _torch.zeros({elements})
+    return _honest_{name}(*args, **kwargs)
+'''
+FLOODED = {"sinusoidal": "sinusoidal_table", "relative_positions": "clipped_relative_positions",
+           "t5_bias": "t5_bias", "biased_scores": "biased_scores"}
+
+
+def _peak_rss_since_restart():
+    """This process's memory high-water mark in bytes (VmHWM), the grader being this process."""
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                              HealthCheck.too_slow])
+@given(task=st.sampled_from(sorted(FLOODED)), megabytes=st.integers(40, 240))
+def test_a_reply_larger_than_any_correct_answer_loses_its_task_and_never_the_grader_s_memory(
+        protocol_grader, tmp_path_factory, reference_text, task, megabytes):
+    """Before: a results frame was bounded only by the job's 256 MiB in all, and was read whole (then copied and
+    decoded) before anything looked at its size: a function that returned a 240 MB tensor made the grader buffer
+    it all. Now the frame's header is checked against the most one reply may hold before its body is read: that
+    task loses its tests with a message that says why, every other task keeps the reference's verdicts, and the
+    grader's memory grows by far less than the reply."""
+    from autograder.sandbox import server
+
+    path = tmp_path_factory.mktemp("flood") / "flood.py"
+    path.write_text(reference_text + FLOODS.format(name=FLOODED[task], elements=megabytes * 2**20 // 4))
+    with open("/proc/self/clear_refs", "w") as handle:  # restart this process's high-water mark
+        handle.write("5")
+    before = _peak_rss_since_restart()
+    result = protocol_grader.grade(path)
+    grown = _peak_rss_since_restart() - before
+    assert grown < min(megabytes * 2**20, getattr(server, "REPLY_BYTES", 32 * 2**20)) // 2, \
+        f"the grader's memory grew by {grown / 2**20:.0f} MiB for a reply of {megabytes} MiB"
+    for test in result.tests:
+        if test.task == task:
+            assert test.score == 0 and "larger than any correct answer" in test.output, (test.id, test.output)
+        elif test.task != "timing":
+            assert test.score == test.max_score, (test.id, test.output)
+    assert not result.grader_fault

@@ -6,7 +6,9 @@
    command, read an output and send a reply was taken before the submission ran, and the submission's code
    (its modes, hooks and threads) never runs in that thread. A submission that patches the modules the job
    uses, replaces builtins or leaves a torch mode active gets the figures of what it really computed.
-7. The memory figure cannot be restarted by the job: its code cannot open /proc's clear_refs or exec.
+7. The memory figure cannot be restarted by the job: its code cannot open /proc's clear_refs or exec; and without
+   control groups the figure is watched from outside through the call, so a restart (through readline's
+   history file, in a dumpable job) lowers nothing (issue 36, point 6).
 
 Each attack here is a whole submission: the reference, plus code that makes the timed path fast and wrong
 (zeros, at the timing sizes only, so that the correctness tests pass and the path is timed) and then tries to
@@ -24,8 +26,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from autograder.core.grade import Grader
 from autograder.sandbox.server import JOB_USERS, SandboxMissing
 from conftest import UNIT
-from timing_attacks import (INDEX_TAPS, MODE_FORGER, RESTARTS_THE_HIGH_WATER_MARK, SLOW_BUT_PRECOMPUTED,
-                            VALUE_FORGERS, WRONG_WHEN_TIMED)
+from timing_attacks import (HOLDS_THEN_RESTARTS_THE_MARK, INDEX_TAPS, MODE_FORGER, RESTARTS_THE_HIGH_WATER_MARK,
+                            SLOW_BUT_PRECOMPUTED, VALUE_FORGERS, WRONG_WHEN_TIMED)
 
 def _shaw(result):
     return next(test for test in result.tests if test.id == "shaw_speed")
@@ -74,9 +76,15 @@ def test_work_hidden_in_the_input_draw_is_timed(grader, tmp_path, reference_text
 
 @pytest.mark.parametrize("taps", [("json.loads", "json.dumps"), ("JSONDecoder.decode", "JSONEncoder.encode"),
                                   ("json.loads", "builtins.float")])
-def test_patched_modules_and_builtins_do_not_forge_the_sample(grader, tmp_path, reference_text, taps, job_alone):
+def test_patched_modules_and_builtins_do_not_forge_the_sample(grader, tmp_path, reference_text, taps, job_alone,
+                                                              monkeypatch):
+    from autograder.core import timing
+
     tap, forger = taps
     text = reference_text + WRONG_WHEN_TIMED + INDEX_TAPS[tap] + VALUE_FORGERS[forger]
+    # The count set aside: it refuses this path first (its steps change at the timed sizes, where it returns zeros);
+    # what is tested here is the next line, the sampled entries.
+    monkeypatch.setattr(timing, "count_loops", lambda *args, **kwargs: None)
     test = _shaw(_grade(grader, tmp_path, "forged", text))
     assert test.score == 0, test.output
     assert "differs from the reference" in test.output, test.output
@@ -155,7 +163,52 @@ setattr(_owner, "{name}", _paused)
         assert test.score == test.max_score, (target, test.output)
 
 
-def test_the_job_cannot_restart_its_memory_high_water_mark(grader, tmp_path, reference_text, job_alone):
+def test_the_job_cannot_restart_its_memory_high_water_mark(grader, tmp_path, reference_text, job_alone, monkeypatch):
     """Opening clear_refs and exec are refused in a timing job: the path carries on, and keeps its points."""
+    from autograder.core import timing
+
+    # The count set aside: the attempt runs on some calls only, so its steps change from call to call (the count
+    # refuses that); what is tested here is that the attempt itself is refused and the path carries on.
+    monkeypatch.setattr(timing, "count_loops", lambda *args, **kwargs: None)
     test = _shaw(_grade(grader, tmp_path, "restarts", reference_text + RESTARTS_THE_HIGH_WATER_MARK))
     assert test.score == test.max_score, test.output
+
+
+
+@pytest.fixture(scope="module", params=TIERS)
+def grader_without_groups(request):
+    """A grader with no control group per job (as in tier B, and in tier C in a platform's container): the memory
+    figure is then the runner's own high-water mark."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AUTOGRADER_CGROUP", "off")
+        try:
+            grader = Grader(UNIT, timing_mode="cpu", sandbox=request.param)
+        except SandboxMissing as missing:
+            pytest.skip(f"tier C cannot run here: {missing}")
+    assert grader.groups is None
+    yield grader
+    grader.close()
+
+
+def test_the_reference_keeps_the_tier_without_control_groups(grader_without_groups, tmp_path, reference_text):
+    """The memory watch (timing.MemoryWatch) takes none of an honest path's points."""
+    test = _shaw(_grade(grader_without_groups, tmp_path, "reference", reference_text))
+    assert test.score == test.max_score, test.output
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                              HealthCheck.too_slow])
+@given(copies=st.integers(40, 80))
+def test_memory_held_before_the_mark_is_restarted_is_still_counted_without_control_groups(
+        grader_without_groups, copies, tmp_path_factory, reference_text, job_alone):
+    """Issue 36, point 6: where no control group measures the job, the memory figure was the runner's own
+    high-water mark, which a dumpable job (bubblewrap without control groups) restarted through readline's history
+    file, an open that no audit hook sees: holding 40 to 80 score-sized tensors per call then kept half the
+    tier's points (0 MiB measured). The figure is now watched from outside through the call (timing.MemoryWatch):
+    the path loses the tier in every tier, and in tier C, where the job cannot restart the mark at all, the figure
+    still counts it."""
+    path = tmp_path_factory.mktemp("mark") / "holds_then_restarts.py"
+    path.write_text(reference_text + HOLDS_THEN_RESTARTS_THE_MARK.format(copies=copies))
+    test = _shaw(grader_without_groups.grade(path))
+    assert test.score == 0, test.output
+    assert "Over it" in test.output, test.output

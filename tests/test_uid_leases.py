@@ -11,7 +11,9 @@ folder only root may enter): no lock is mocked. Shown:
 * the lease files cannot be opened by a job's user, so no job can take or hold a lease;
 * a job's keeper (the one process that kills what runs as its id when the job ends) holds the id's lease too,
   so when a grader crashes its ids are free only once its keepers have ended: a job another grader starts on
-  such an id is never killed by the crashed grader's keeper (hypothesis draws when the crash comes).
+  such an id is never killed by the crashed grader's keeper (hypothesis draws when the crash comes);
+* so does the keeper's killer (the process that kill(-1)s as the id): a keeper killed in its kill round leaves the
+  id leased until its killer has ended (hypothesis draws where the killer is held, and whether the keeper dies).
 """
 
 import os
@@ -358,3 +360,80 @@ def test_no_job_another_grader_starts_on_a_crashed_grader_s_id_is_killed_by_that
         if session is not None:
             _end(_live_in_session(session))
         subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+# A job's keeper in its kill round (worker._end_user, the real function, on a real lease): its killer, the process
+# it forks to become the job's user and kill(-1), is held at a drawn point by a pipe, standing for the moment the
+# keeper is killed (its fork server's whole tree killed, on a restart or a grader's way down).
+KEEPER_IN_ITS_KILL_ROUND = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, os.path.join(sys.argv[1], "autograder", "sandbox"))
+import worker
+from autograder.sandbox import users
+
+uid, pause_at, ready, go = int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+lease = users.Lease(users.lease_folder(), uid)
+real = getattr(os, pause_at)
+
+
+def held(*args):
+    if os.getpid() != keeper:  # in the killer only
+        os.write(ready, b"x")
+        os.read(go, 1)
+    return real(*args)
+
+
+keeper = os.getpid()
+setattr(os, pause_at, held)
+worker._end_user(uid, lease.fd)
+"""
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pause_at=st.sampled_from(["setresuid", "kill"]), keeper_dies=st.booleans())
+def test_no_job_is_killed_by_a_keeper_s_killer_once_the_id_is_leased_again(pause_at, keeper_dies):
+    """Issue 36, point 6: a process of the id is killed only by a holder of the id's lease. The keeper's killer let go
+    of the lease before it became the job's user and killed: a keeper killed at that moment (its fork server's tree
+    killed) left the id free while its killer was still to kill(-1) as it, and a job another grader started on the
+    id meanwhile was killed by it. Here the keeper is killed (or not) while its killer is held before ``pause_at``;
+    whenever this test, as another grader, can lease the id, the job it starts as that id at once must survive."""
+    ready_read, ready_write = os.pipe()
+    go_read, go_write = os.pipe()
+    keeper = subprocess.Popen([sys.executable, "-I", "-c", KEEPER_IN_ITS_KILL_ROUND, str(ROOT), str(UID), pause_at,
+                               str(ready_write), str(go_read)], pass_fds=(ready_write, go_read))
+    os.close(ready_write)
+    os.close(go_read)
+    folder, lease, job = users.lease_folder(), None, None
+    try:
+        assert os.read(ready_read, 1) == b"x", "the keeper's killer never came"
+        if keeper_dies:
+            keeper.kill()
+            keeper.wait()
+        lease = users.take_lease(folder, UID)
+        if lease is not None:  # the id is free while the killer is still to kill: a job started now must survive
+            job = _start_as(UID)
+            time.sleep(0.2)
+        os.write(go_write, b"x")  # the killer goes on: kill(-1) as the id
+        deadline = time.monotonic() + 30
+        while lease is None and time.monotonic() < deadline:
+            lease = users.take_lease(folder, UID)
+            if lease is None:
+                time.sleep(0.01)
+        assert lease is not None, "the id stayed leased after its keeper and its killer ended"
+        if job is None:
+            job = _start_as(UID)
+        time.sleep(0.3)
+        assert job.poll() is None, "the keeper's killer killed a job of the grader that leased the id after it"
+    finally:
+        os.close(go_write)
+        os.close(ready_read)
+        if job is not None:
+            job.kill()
+            job.wait()
+        if lease is not None:
+            lease.close()
+        os.close(folder)
+        if keeper.poll() is None:
+            keeper.kill()
+        keeper.wait()

@@ -192,3 +192,37 @@ def forged(reference_text, taps=("json.loads",), forgers=("json.dumps",), mode=F
     """The reference, with its timed path fast and wrong, and the given ways to forge what the job reads."""
     return (reference_text + WRONG_WHEN_TIMED + "".join(INDEX_TAPS[name] for name in taps)
             + "".join(VALUE_FORGERS[name] for name in forgers) + (MODE_FORGER if mode else ""))
+
+
+# Holds many score-sized tensors in each call, then restarts the kernel's high-water mark of its process: through
+# readline's history file (C code, which opens the file with no audit event), /proc's clear_refs opened from
+# Python, and exec. Where the job is dumpable (bubblewrap without a control group per job: tier B), the first
+# works, and a figure read from the mark alone saw only what was left after it.
+HOLDS_THEN_RESTARTS_THE_MARK = '''
+
+import os as _os
+import torch as _torch
+_honest_shaw = shaw_scores
+
+
+def _restart_the_mark():
+    try:
+        import readline as _readline
+        _readline.clear_history()
+        _readline.add_history("5")
+        _readline.append_history_file(1, "/proc/self/clear_refs")
+    except BaseException:
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    except BaseException:
+        pass
+
+
+def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
+    held = _torch.ones({copies}, q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+    del held
+    _restart_the_mark()
+    return _honest_shaw(q, k, rel_k, max_relative_position, scale=scale)
+'''

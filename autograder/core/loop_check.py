@@ -357,6 +357,13 @@ _REFUSED_PATHS = {  # modules, and attributes of modules, by dotted path
     "sys.settrace": "runs code on every call (sys.settrace)",
     "sys.setprofile": "runs code on every call (sys.setprofile)",
     "threading.settrace": "runs code on every call (threading.settrace)",
+    # Work in a thread of its own: the count of a path's steps follows the thread that calls the path, not others.
+    "threading.Thread": "runs code in a thread of its own (threading.Thread), where the count of steps cannot follow",
+    "threading.Timer": "runs code in a thread of its own (threading.Timer), where the count of steps cannot follow",
+    "_thread": "runs code in a thread of its own (_thread), where the count of steps cannot follow",
+    "concurrent.futures": "runs code in threads or processes of its own (concurrent.futures), where the count of "
+                          "steps cannot follow",
+    "multiprocessing": "runs code in processes of its own (multiprocessing), where the count of steps cannot follow",
     "threading.setprofile": "runs code on every call (threading.setprofile)",
     "sys.breakpointhook": "calls a hook that the environment names (sys.breakpointhook)",
     # What the timing tier's count of a path's steps stands on (``counted``): the trace function and torch's modes.

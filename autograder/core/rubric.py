@@ -50,6 +50,10 @@ class TimedPath:
     # bindings the loop check cannot follow are still refused there.
     per_head: tuple = ()
     describe: str = ""  # the call timed, as the feedback names it
+    # The shortest length from which the path's own code runs the same steps at every length, by its declared
+    # settings: Shaw's scores handle the rows within 2k + 1 of a corner apart below 2k + 2 (their count settles
+    # there). Its steps are counted at lengths from here on (timing.count_lengths); 0: from the first of them.
+    count_from: int = 0
 
 
 TIMING = Task("timing", "Speed of the score path (timing tier)", ())

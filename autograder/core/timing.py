@@ -5,11 +5,14 @@ called and its inputs drawn, in its job.py). A path is timed only when
 the correctness tests of its own tasks pass (a wrong helper is replaced by the
 grader's stand-in for the timing, in both jobs: it has cost its own task's
 points already), and gets no points when its functions, the helper's
-included, hold a Python loop over positions: a static check of the source finds
-every loop (and refuses what it cannot read), and a path with loops is run at
-growing sequence lengths with its steps counted, so that a loop whose count does
-not change with the length (over heads, over (q, k)) is timed like any other code
-(``count_loops``; loop_check.py says how it counts). Both are reported on lines of their own.
+included, run a Python loop over positions: a static check of the source finds
+the loops written there (and refuses what it cannot read), and every path, loops
+seen or not, is run at growing sequence lengths (fixed ones, the timed one, and
+some drawn for each count) with its steps counted, so that a loop no text shows
+(iteration driven from C, recursion through an operator) loses the tier, and a
+loop whose count does not change with the length (over heads, over (q, k)) is
+timed like any other code (``count_loops``; loop_check.py says how it counts).
+Both are reported on lines of their own.
 
 The rubric's rule for a path that computes the wrong thing (one of the ``requires`` tasks fails a value test):
 its timing points are withheld, and the timing row says so, with the figure, as a charge of its own. The path is
@@ -30,8 +33,10 @@ path, the rest stays the student's, so a stand-in keeps the timing about their c
   each input, the same in both jobs) and calls the path, from the command sent to the reply received; one job
   at a time, alternating which goes first. No clock of the student's process is read, no code of the
   submission runs between a call's inputs and its reply untimed, and caching on the inputs' identity or
-  content gains nothing. The figure is the median of the per-pair ratios student/reference; pairs stop early
-  once every ratio lies on the same side of every band's limit.
+  content gains nothing. A call is charged the larger of that time and its job's CPU time, read from outside
+  (``ServeChild._charged``): the reference's job runs on one thread, and a job that spreads its work over more
+  threads or processes shortens only the first. The figure is the median of the per-pair ratios
+  student/reference; pairs stop early once every ratio lies on the same side of every band's limit.
 * After each pair, entries of both outputs at indices drawn only then must
   agree, read by the job's main thread, which never runs the submission's code (worker.py says how).
   Between its reply and the next command the student's job must do nothing:
@@ -42,8 +47,8 @@ path, the rest stays the student's, so a stand-in keeps the timing about their c
   a table built, is not what each call needs): the job's control group's
   high-water mark (all its processes, read and restarted from outside the
   job); without control groups, the kernel's high-water mark of the process
-  (``/proc/PID/status``, restarted through ``clear_refs``, which the job's audit hook keeps its code from
-  opening, and tier C's filter from reaching by exec); on CUDA the allocator's peak.
+  (``/proc/PID/status``, restarted through ``clear_refs``), watched from outside through the call
+  (``MemoryWatch``), so that nothing the job does to that mark lowers the figure; on CUDA the allocator's peak.
 """
 
 import contextlib
@@ -66,7 +71,7 @@ from autograder.core import units, voice
 from autograder.core import loop_check
 from autograder.core.loop_check import count_changes, counts_words, findings, refuse_imports_of
 from autograder.intake.inert import inert_line
-from autograder.sandbox.server import JOB_USERS, ServerFailed, frame, send_all, tail
+from autograder.sandbox.server import JOB_USERS, ServerFailed, _descendants, frame, send_all, tail
 
 refuse_imports_of(units.module_names())  # a submission's code is known in its job by its unit's module name
 SAMPLES = 96  # output entries compared after each timed pair (and after the call measured for memory)
@@ -135,6 +140,7 @@ class ServeChild:
     def __init__(self, server, chunks, filename, limits, unit, reference=False):
         self.reference = reference  # a reference job: its failures are the grader's (ReferenceFailed)
         self.broken = False  # a request failed: its state is unknown (a late reply may be on its way), never reuse it
+        self._first = None  # the job's first process on this machine, once found (see ``cpu_seconds``)
         self.output = tempfile.TemporaryFile()
         child_limits = {memory_limit_name(): limits.memory_bytes, "RLIMIT_CORE": 0, "RLIMIT_FSIZE": 64 * 1024**2}
         if limits.processes_by_rlimit:
@@ -173,12 +179,29 @@ class ServeChild:
     clock = "wall"  # or "cpu": each call timed by the runner's CPU time (see ``timing_clock``)
 
     def cpu_seconds(self):
-        """The CPU time of the runner, all its threads (those that ended included), read from outside it once
-        none of them is on a CPU (see ``settled_cpu_seconds``)."""
+        """The CPU time of the job's work, read from outside it once none of the runner's threads is on a CPU
+        (see ``settled_cpu_seconds``): the runner's, all its threads (those that ended included), and that of the
+        processes reaped by the runner or by the job's first process (the init of its PID namespace, where an
+        orphan of the job ends up, in the bubblewrap tiers). A process still there is the background check's."""
         try:
-            return settled_cpu_seconds(self.worker_pid)
+            seconds = settled_cpu_seconds(self.worker_pid) + reaped_children_seconds(self.worker_pid)
         except (OSError, TypeError) as error:
             raise ChildFailed(f"its process is gone ({error})") from None
+        if self._first is None:
+            self._first = self.job._first_host_pid()
+        try:
+            return seconds + (reaped_children_seconds(self._first) if self._first is not None else 0.0)
+        except OSError as error:
+            raise ChildFailed(f"its first process is gone ({error})") from None
+
+    def _charged(self, wall, cpu):
+        """The seconds a timed call is charged, in both jobs alike: its CPU time where the grader has less than
+        a CPU (``clock == "cpu"``); else the larger of its wall-clock time and its CPU time. The reference's job
+        runs on one thread (OMP_NUM_THREADS=1), so for it the two agree up to the wait for its reply; a job
+        that spreads its work over more threads (torch.set_num_threads, threads of its own, torch's inter-op
+        pool) or over child processes it reaps shortens the wall clock, never the CPU time, so it gains
+        nothing on more CPUs than the reference has, whatever the machine's affinity or quota allow."""
+        return cpu if self.clock == "cpu" else max(wall, cpu)
 
     def request(self, command, timeout):
         """Send one command and return (reply, seconds from send to reply) by the grader's clock.
@@ -209,15 +232,17 @@ class ServeChild:
             limit = min(timeout, budget.left())
             if limit <= 0:
                 raise BudgetSpent(budget.spent_words())
+        # A timed call is charged its job's CPU time too, read before the clock starts (the reading waits for the
+        # job's threads to leave the CPU): see ``_charged``.
+        cpu_before = self.cpu_seconds() if command["command"] == "call" else None
         started = time.perf_counter()
         try:
-            return self._exchange(command, timeout, limit, started)
+            return self._exchange(command, timeout, limit, started, cpu_before)
         finally:
             if budget is not None:
                 budget.charge(self.reference, time.perf_counter() - started)
 
-    def _exchange(self, command, timeout, limit, started):
-        cpu_before = self.cpu_seconds() if self.clock == "cpu" else None
+    def _exchange(self, command, timeout, limit, started, cpu_before):
         try:
             os.write(self._commands, (json.dumps(command) + "\n").encode())
         except OSError:
@@ -239,7 +264,7 @@ class ServeChild:
                 self._buffer += chunk
         elapsed = time.perf_counter() - started
         if cpu_before is not None:
-            elapsed = self.cpu_seconds() - cpu_before
+            elapsed = self._charged(elapsed, self.cpu_seconds() - cpu_before)
         if self.watch_background:
             self.mark_background()  # what its threads did while it worked on the command is the command's
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -259,25 +284,43 @@ class ServeChild:
         return f"its process ended (exit status {code})" + (f"; its last output: {voice.quote(last)}" if last else "")
 
     def reset_memory_peak(self):
-        """Restart the high-water mark of the job's memory; returns what the job holds now (or None)."""
+        """Restart the high-water mark of the job's memory; returns what the job holds now (or None).
+
+        Without a control group, the mark is the runner's own (``VmHWM``), which a process of the job that can
+        write its ``clear_refs`` could restart too (a dumpable job: tier B's; or through a call that no audit hook
+        sees, such as readline's history file): a thread of the grader's watches it until ``memory_peak``
+        (``MemoryWatch``), so the figure is what the job held, whatever the job does to the mark."""
         group = self.job.group
         self._peak_of_group = group is not None and group.reset_memory_peak()
         if self._peak_of_group:
             return group.memory_now()
+        self._stop_watch()
         try:
             Path(f"/proc/{self.worker_pid}/clear_refs").write_text("5")
+            self._watch = MemoryWatch(self.worker_pid)
             return _proc_status(self.worker_pid, "VmRSS")
         except (OSError, TypeError):
             return None
 
+    def _stop_watch(self):
+        watch, self._watch = getattr(self, "_watch", None), None
+        if watch is not None:
+            watch.stop()
+        return watch
+
     def memory_peak(self):
-        """The high-water mark since ``reset_memory_peak``: the job's group's, else the runner's (or None)."""
+        """The high-water mark since ``reset_memory_peak``: the job's group's, else the runner's as watched from
+        outside (or None)."""
         if getattr(self, "_peak_of_group", False):
             return self.job.group.memory_peak()
+        watch = self._stop_watch()
         try:
-            return _proc_status(self.worker_pid, "VmHWM")
+            final = _proc_status(self.worker_pid, "VmHWM")
         except (OSError, TypeError):
-            return None
+            final = None
+        if watch is None:
+            return final
+        return max(watch.highest, final or 0)
 
     def background(self):
         """What the job ran off its runner's main thread since the last call of this, as words, or "".
@@ -290,6 +333,9 @@ class ServeChild:
         if runner is None:
             return ""
         processes = self.job.processes()  # its control group's, or its user's, or the runner's tree
+        # and the runner's children that ended unreaped: a control group no longer lists them, and their CPU time
+        # is counted nowhere until they are reaped
+        processes |= set(_descendants(runner))
         first = self.job._first_host_pid() if self.job.group is not None else None
         others = sorted(processes - {runner, first})
         if others:
@@ -308,6 +354,7 @@ class ServeChild:
 
     def close(self):
         self.broken = True
+        self._stop_watch()
         self.job.stop()
         self.output.close()
 
@@ -335,6 +382,14 @@ def settled_cpu_seconds(pid, wait_seconds=SETTLE_SECONDS):
         if (before is not None and before == _scheduling(pid)) or time.monotonic() >= deadline:
             return seconds
         time.sleep(0.0002)
+
+
+def reaped_children_seconds(pid):
+    """The CPU time of the child processes of ``pid`` that it has waited for (``/proc/PID/stat``'s cutime and
+    cstime), read from outside it. The kernel shows them in whole clock ticks: a reading is short by less than
+    two ticks, so a call's share is exact over many calls, not within each."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 def _scheduling(pid):
@@ -372,6 +427,57 @@ def _thread_seconds(pid, skip):
             except (OSError, ValueError, IndexError):
                 pass
     return total
+
+
+MEMORY_WATCH_SECONDS = 0.0002  # how often the watch reads the runner's memory in /proc
+
+
+class MemoryWatch:
+    """The memory of the process ``pid``, read in /proc by a thread of the grader's until ``stop``: the highest of
+    its resident size and its high-water mark (``VmRSS``, ``VmHWM``) over all the readings.
+
+    The highest reading stands whatever the job does to the mark after it (a write to its ``clear_refs``): all
+    that the readings can miss is memory held for less than one interval before the mark was restarted. (A mark
+    that goes down is no proof of a restart: the reference's own did, read this way, without control groups.)"""
+
+    def __init__(self, pid):
+        self._fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+        self.highest = 0
+        self._done = False
+        try:
+            self._read()
+        except OSError:
+            os.close(self._fd)
+            raise
+        self._thread = threading.Thread(target=self._run, name="memory watch", daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        fields = {}
+        for line in os.pread(self._fd, 1 << 14, 0).splitlines():
+            name, _, value = line.partition(b":")
+            if name in (b"VmHWM", b"VmRSS"):
+                fields[name] = int(value.split()[0]) * 1024
+        if not fields:  # the process is gone
+            raise OSError("no memory figures")
+        self.highest = max(self.highest, *fields.values())
+
+    def _run(self):
+        while not self._done:
+            try:
+                self._read()
+            except OSError:
+                return
+            time.sleep(MEMORY_WATCH_SECONDS)
+
+    def stop(self):
+        self._done = True
+        self._thread.join()
+        try:
+            self._read()
+        except OSError:
+            pass
+        os.close(self._fd)
 
 
 def _proc_status(pid, field):
@@ -450,12 +556,17 @@ def _settled(ratios):
     return all(min(ratios) > limit or max(ratios) <= limit for limit, _ in _limits.TIMING_BANDS)
 
 
-def measure(student, reference, spec, rng=None):
+def measure(student, reference, spec, rng=None, lengths=None, count=None):
     """Time the spec's path in the two jobs, interleaved; raises ChildFailed with the student's problem.
 
-    The caller holds the machine exclusively (see ``grade_tier``).
+    ``lengths``: the lengths of its calls (``timed_lengths``, drawn before the path was counted at each of them),
+    or None to draw them here. ``count``: (the path's count of steps, the lengths it was counted at), from
+    ``count_loops``; after each timed pair the student's path is counted once more (``recount``), so that no
+    count of the path's steps is told apart by when it comes. The caller holds the machine exclusively (see
+    ``grade_tier``).
     """
     rng = rng or random.SystemRandom()
+    lengths = iter(lengths if lengths is not None else timed_lengths(spec, rng))
     pool_seed = rng.getrandbits(48)  # the pool of random numbers the calls' inputs are cut from: new each time
     # The reference first: where it cannot start (the machine, not the student, is at fault: CUDA that does not
     # start, say) the grader's fault is said, and no student loses points for it.
@@ -470,7 +581,7 @@ def measure(student, reference, spec, rng=None):
     extra = {}
     # One call of each first, untimed and unmeasured: what a path does once (import a module, load its kernels,
     # fill a cache of the library's) is not memory that its calls need.
-    seed, length = rng.getrandbits(48), call_length(spec, rng)
+    seed, length = rng.getrandbits(48), next(lengths)
     for child in (reference, student):  # the reference first, as above: a call it cannot make is the grader's fault
         try:
             _run(child, spec, rng, seed, length)
@@ -494,17 +605,19 @@ def measure(student, reference, spec, rng=None):
             extra[child] = None if peak is None or before is None else max(peak - before, 0)
     _check_outputs(student, reference, spec, rng, "the call measured for memory", spec["length"])
     for number in range(spec["warmup"]):
-        seed, length = rng.getrandbits(48), call_length(spec, rng)
+        seed, length = rng.getrandbits(48), next(lengths)
         for child in (student, reference):
             _run(child, spec, rng, seed, length)
     ratios, student_times, reference_times = [], [], []
     for pair in range(_limits.TIMING_REPEATS):
-        seed, length = rng.getrandbits(48), call_length(spec, rng)
+        seed, length = rng.getrandbits(48), next(lengths)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
         seconds = {}
         for child in order:
             seconds[child], _ = _run(child, spec, rng, seed, length)
         _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}", length)
+        if count is not None:
+            recount(student, reference, spec, rng, count, pair)
         if min(seconds.values()) <= 0:  # no call takes no time: the clock failed, the machine's fault
             raise ServerFailed(f"a clock read {min(seconds.values()):g} s for a call of timed pair {pair + 1}")
         ratios.append(seconds[student] / seconds[reference])
@@ -532,6 +645,40 @@ def _run(child, spec, rng, seed, length, fresh_mappings=False):
     if reply.get("done") != nonce:
         raise ChildFailed("its process answered a call it was not given")
     return elapsed, reply
+
+
+def recount(student, reference, spec, rng, count, pair):
+    """Count the student's path once more, between timed pairs, at a length of the timed ones' range that no call
+    of the path has had yet (so that a table kept per length is made, as at each earlier count), and check its
+    output against the reference's on the same inputs. Raises ChildFailed when the count is not ``count``'s: a path
+    whose steps depend on when it is called (on some calls only, after so many calls) cannot be told from one that
+    loops over positions."""
+    expected, used = count
+    fresh = [length for length in range(spec["length"] - spec["length"] // 8, spec["length"] + 1) if length not in used]
+    length = rng.choice(fresh) if fresh else rng.choice(sorted(used))
+    used.add(length)
+    seed = rng.getrandbits(48)
+    reply, _ = student.request({"command": "count", "seed": seed, "length": length}, SETUP_SECONDS)
+    if "error" in reply:
+        raise ChildFailed(f"it raised {_error_text(reply)} while its steps were counted after timed pair {pair + 1}")
+    if not reply["intact"] or reply["steps"] + reply["operations"] != expected:
+        said = ("the count was interfered with" if not reply["intact"] else
+                f"counted again after timed pair {pair + 1} (L = {length}), its steps were "
+                f"{reply['steps'] + reply['operations']}, where every count before was {expected}")
+        raise ChildFailed(f"{said}: a path whose steps change from call to call (work on some calls only, a branch "
+                          "on how often it was called) cannot be told from a Python loop over positions")
+    try:
+        _run(reference, spec, rng, seed, length)
+    except ChildFailed as error:
+        raise ReferenceFailed(f"the reference failed on the inputs of a count: {error}") from None
+    _check_outputs(student, reference, spec, rng, f"the call counted after timed pair {pair + 1}", length)
+
+
+def timed_lengths(spec, rng):
+    """The lengths of the calls ``measure`` makes for ``spec`` (its first call, its warmup calls, its timed pairs;
+    the call measured for memory is at the spec's length), each drawn with ``call_length``. They are drawn before
+    the path is counted, so that its steps are counted at every length it is timed at."""
+    return [call_length(spec, rng) for _ in range(1 + spec["warmup"] + _limits.TIMING_REPEATS)]
 
 
 def call_length(spec, rng):
@@ -739,8 +886,8 @@ def withheld_words(rubric, path, test, failing):
             "passes, the path is timed.")
 
 
-# Said under a loop over positions. The static check finds every loop in the text; what a loop runs over is
-# measured: the path is run at growing lengths and its steps counted (autograder/core/loop_check.py, ``counted``).
+# Said under a loop over positions. The static check finds the loops written in the text; what runs is measured,
+# for every path: it is run at growing lengths and its steps counted (autograder/core/loop_check.py, ``counted``).
 LOOP_ADVICE = ("A Python loop over positions gets no timing points, whatever its time: the grader runs the score path "
                "at growing sequence lengths and counts, in each call, the lines your code runs and the tensor "
                "operations; a count that changes with the length is a loop over positions. Use tensor operations "
@@ -748,54 +895,105 @@ LOOP_ADVICE = ("A Python loop over positions gets no timing points, whatever its
                "length grows (over the heads, over (q, k), over a few settings) is timed like any other code.")
 
 
-def count_spec(rubric, path, stand_ins=None):
-    """The timing job's spec for counting ``path``'s steps: the CPU sizes with one batch, up to the longest of
-    ``TIMING_COUNT_LENGTHS`` (each count names its own length)."""
-    sizes = rubric.TIMING_SIZES["cpu"]
-    spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
-            "warmup": 0, "batch": 1, "heads": sizes["heads"], "length": max(rubric.TIMING_COUNT_LENGTHS),
-            "head_dim": sizes["head_dim"]}
+COUNT_DRAWN = 3  # lengths drawn afresh for each count, besides the fixed ones and the timed one
+
+
+def count_lengths(rubric, device, rng, count_from=0, timed=()):
+    """The sequence lengths a path's steps are counted at, shortest first: the fixed ``TIMING_COUNT_LENGTHS``, the
+    length the tier times at on ``device``, the lengths of the calls it will time (``timed``, drawn before the
+    count: see ``timed_lengths``), and ``COUNT_DRAWN`` lengths drawn with ``rng`` for this count alone between the
+    shortest and the longest of those; none below the path's ``count_from`` (its count settles there, by its
+    declared settings), the timed ones always. A loop that runs only at some lengths (above a threshold, at the
+    lengths timed) shows at one of them; no list a submission could know in advance decides where it is counted."""
+    timed = {rubric.TIMING_SIZES[device]["length"], *timed}
+    fixed = {length for length in rubric.TIMING_COUNT_LENGTHS if length >= count_from} | timed
+    low, high = min(fixed | {count_from}), max(fixed)
+    drawn = {rng.randint(low + 1, high - 1) for _ in range(COUNT_DRAWN)} if high - low > 2 else set()
+    return tuple(sorted(fixed | drawn))
+
+
+def count_spec(rubric, path, stand_ins=None, device="cpu", lengths=None, dtype="float32"):
+    """The timing job's spec for counting ``path``'s steps on ``device`` in ``dtype``: the sizes it is timed at
+    there, up to the longest of ``lengths`` (by default ``TIMING_COUNT_LENGTHS``; each count names its own
+    length)."""
+    sizes = rubric.TIMING_SIZES[device]
+    spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED, **dict(path.settings),
+            "warmup": 0, "batch": sizes["batch"], "heads": sizes["heads"],
+            "length": max(lengths or rubric.TIMING_COUNT_LENGTHS), "head_dim": sizes["head_dim"]}
     if stand_ins:
         spec["stand_ins"] = dict(stand_ins)
     return spec
 
 
-def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None):
-    """A path whose static check found loops (``loops``) and nothing it cannot read, run in the student's job at
-    each of ``TIMING_COUNT_LENGTHS`` with its steps counted (``loop_check.counted``). Returns None when the count
-    stays the same at every length (the path is then timed), else the summary of a path that gets no timing points; the
-    counts go to ``lines``. Raises ChildFailed when the job fails a count."""
+def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, device="cpu", reference=None,
+                timed=(), settled=None):
+    """Every timed path, whatever its static check found (``loops``: the loops it saw, maybe none), run in the
+    student's job at each of ``count_lengths`` (``timed``: the lengths of the calls the tier will time) in each
+    dtype it is timed in, with its steps counted (``loop_check.counted``): every line of the submission's code that
+    runs, in any of its frames (a callback from C included: a sort key, an iterator's __next__, a __deepcopy__),
+    and every torch operation. Each counted call's output is checked against ``reference``'s on the same inputs,
+    as a timed call's is. Returns None when the count stays the same at every length (the path is then timed; that
+    count, per dtype, goes to ``settled``, for ``measure`` to count calls again between the timed ones), else the
+    summary of a path that gets no timing points; the counts go to ``lines``. Raises ChildFailed when the job fails
+    a count (a thread started while counting is refused: its work would not be counted)."""
     rng = rng or random.SystemRandom()
-    spec = count_spec(rubric, path, stand_ins)
-    reply, _ = student.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
-    if "error" in reply:
-        raise ChildFailed(f"it raised {_error_text(reply)} on the inputs of the count of its steps "
-                          f"({_describe(spec)})")
+    lengths = count_lengths(rubric, device, rng, path.count_from, timed)
     counts = []
-    # The first call is counted and set aside: what a path does once (a table built, a module imported) is not a
-    # step of each call. Then one call at each length.
-    lengths = (rubric.TIMING_COUNT_LENGTHS[0],) + tuple(rubric.TIMING_COUNT_LENGTHS)
-    for number, length in enumerate(lengths):
-        reply, _ = student.request({"command": "count", "seed": rng.getrandbits(48), "length": length}, SETUP_SECONDS)
-        if "error" in reply:
-            raise ChildFailed(f"it raised {_error_text(reply)} while its steps were counted at L = {length}")
-        if not reply["intact"]:
-            lines.append(f"Counted at L = {length}: the count was interfered with (the trace function that counts, "
-                         "or the tracing of one of your frames, changed while the path ran), so it cannot be "
-                         "trusted.")
-            return "No points: the count of the score path's steps was interfered with."
-        if number == 0:
-            continue
-        counts.append((length, reply["steps"] + reply["operations"]))
-        if count_changes(counts):
-            lines.append(f"Counted in one call at each sequence length (lines of your code run, and tensor "
-                         f"operations): {counts_words(counts)}. The count changes with the length: the loop "
-                         "runs over positions.")
-            lines.append(LOOP_ADVICE)
-            return f"No points: a Python loop over positions ({loops[0]})."
+    for dtype in rubric.TIMING_SIZES[device]["dtypes"]:
+        spec = count_spec(rubric, path, stand_ins, device, lengths, dtype)
+        for child in (reference, student):
+            if child is None:
+                continue
+            reply, _ = child.request({"command": "setup", "spec": spec}, SETUP_SECONDS)
+            if "error" in reply:
+                if child is reference:
+                    raise ReferenceFailed(f"the reference failed on the inputs of the count: {_error_text(reply)}")
+                raise ChildFailed(f"it raised {_error_text(reply)} on the inputs of the count of its steps "
+                                  f"({_describe(spec)})")
+        counts = []
+        # The first call is counted and set aside: what a path does once (a table built, a module imported) is not
+        # a step of each call. It is made at a length counted nowhere else, so that each counted call is the first
+        # at its length (a path that keeps a table per length is counted alike at every length). Then one call at
+        # each length.
+        aside = next(length for length in range(lengths[0] + 1, lengths[-1] + 2) if length not in lengths)
+        for number, length in enumerate((aside,) + lengths):
+            seed = rng.getrandbits(48)
+            reply, _ = student.request({"command": "count", "seed": seed, "length": length}, SETUP_SECONDS)
+            if "error" in reply:
+                raise ChildFailed(f"it raised {_error_text(reply)} while its steps were counted at L = {length}")
+            if not reply["intact"]:
+                lines.append(f"Counted at L = {length}: the count was interfered with (the trace function that "
+                             "counts, or the tracing of one of your frames, changed while the path ran), so it "
+                             "cannot be trusted.")
+                return "No points: the count of the score path's steps was interfered with."
+            if reference is not None:  # the call counted must compute what a timed one does
+                try:
+                    _run(reference, spec, rng, seed, length)
+                except ChildFailed as error:
+                    raise ReferenceFailed(f"the reference failed on the inputs of the count: {error}") from None
+                _check_outputs(student, reference, spec, rng, f"the call counted at L = {length}", length)
+            if number == 0:
+                continue
+            counts.append((length, reply["steps"] + reply["operations"]))
+            if count_changes(counts):
+                grows = counts[-1][1] > counts[0][1]
+                where = f" ({dtype})" if len(rubric.TIMING_SIZES[device]["dtypes"]) > 1 else ""
+                lines.append(f"Counted in one call at each sequence length{where} (lines of your code run, and "
+                             f"tensor operations): {counts_words(counts)}. The count changes with the length: "
+                             + ("the loop runs over positions." if grows else "the path runs other code at some "
+                                "lengths than at others (a branch on the length, or work on some calls only), "
+                                "which the count cannot tell from a loop over positions."))
+                lines.append(LOOP_ADVICE)
+                seen = f" ({loops[0]})" if loops else " (the static check saw none: it runs where no loop is written)"
+                return f"No points: a Python loop over positions{seen}."
+        if settled is not None:
+            settled[dtype] = (counts[0][1], {aside, *lengths})
+    said = "The loop's count does" if loops else "The count does"
     lines.append(f"Counted in one call at each sequence length (lines of your code run, and tensor operations): "
-                 f"{counts[0][1]} at every length from L = {counts[0][0]} to {counts[-1][0]}. The loop's count does "
-                 "not change with the length: it is not a loop over positions, and the path is timed.")
+                 f"{counts[0][1]} at every length from L = {counts[0][0]} to {counts[-1][0]} ({len(counts)} lengths, "
+                 f"among them those of the calls timed, some drawn for this count). {said} not change with the "
+                 "length: it is not a loop over positions, "
+                 "and the path is timed.")
     return None
 
 
@@ -889,27 +1087,32 @@ PATH_ATTEMPTS = 3  # a path whose timing failed through the grader's fault is ti
 
 
 def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, loops=()):
-    """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary). A path with
-    ``loops`` has its steps counted first (``count_loops``): one that loops over positions is not timed."""
-    if loops:
-        try:
-            verdict = count_loops(rubric, path, student, loops, lines, stand_ins)
-        except ChildFailed as error:
-            lines.append(f"Count of the path's steps: not made: {error}.")
-            return 0.0, f"No points: {error}."
-        if verdict:
-            return 0.0, verdict
-    sizes = rubric.TIMING_SIZES[device]
-    fractions, summaries = [], []
+    """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary). Every path
+    has its steps counted first (``count_loops``), whatever the static check saw (``loops``, its first message to
+    the student): one that loops over positions is not timed."""
+    sizes, rng = rubric.TIMING_SIZES[device], random.SystemRandom()
+    specs = []
     for dtype in sizes["dtypes"]:
         spec = {"path": path.name, "device": device, "dtype": dtype, "seed": rubric.SEED, **dict(path.settings),
                 "warmup": rubric.TIMING_WARMUP, **{key: sizes[key] for key in ("batch", "heads", "length",
                                                                                  "head_dim")}}
         if stand_ins:
             spec["stand_ins"] = dict(stand_ins)
-        where = _describe(spec)
+        specs.append((spec, timed_lengths(spec, rng)))  # drawn now, so that the count runs at each of them
+    settled = {}
+    try:
+        verdict = count_loops(rubric, path, student, loops, lines, stand_ins, rng, device, reference,
+                              timed=[length for _, planned in specs for length in planned], settled=settled)
+    except ChildFailed as error:
+        lines.append(f"Count of the path's steps: not made: {error}.")
+        return 0.0, f"No points: {error}."
+    if verdict:
+        return 0.0, verdict
+    fractions, summaries = [], []
+    for spec, planned in specs:
+        dtype, where = spec["dtype"], _describe(spec)
         try:
-            measured = measure(student, reference, spec)
+            measured = measure(student, reference, spec, rng, planned, settled.get(dtype))
         except ChildFailed as error:
             lines.append(f"Time ({where}): not measured: {error}.")
             return 0.0, f"No points: {error}."

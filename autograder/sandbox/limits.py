@@ -20,6 +20,9 @@ CLASS_STALL_FACTOR = 15
 JOB_PROCESSES = 64
 JOB_CPUS = 1.0
 SCRATCH_BYTES = 128 * 1024**2  # each of a job's private /work, /tmp and /dev/shm
+# Files and folders each of those may hold: an empty file costs no bytes, but about a kilobyte of the machine's
+# memory. The jobs' folders (worker._private_folders) and the notebook kernel's (sandbox/kernel_folders.py).
+SCRATCH_FILES = 16384
 
 # How long one notebook cell may run under `nbgrader autograde` (nbgrader's own default, 30 s, is too tight for
 # a cold torch import on a slow machine).
@@ -49,11 +52,12 @@ TIMING_SIZES = {
     "cuda": {"batch": 8, "heads": 16, "length": 2048, "head_dim": 64, "dtypes": ("float32", "bfloat16")},
     "cpu": {"batch": 1, "heads": 4, "length": 384, "head_dim": 32, "dtypes": ("float32",)},
 }
-# A path in which the static check finds Python loops (and nothing it cannot read) is run once at each of these
-# sequence lengths, with one batch, the CPU sizes' heads and head size, and its steps counted: a count that changes
-# with the length is a loop over positions, no timing points (autograder/core/loop_check.py, ``counted``). They
-# reach twice the CPU timing length, so that a loop in chunks of up to that length shows too. A loop over positions
-# shows by the second length, where the count stops; a path whose count stays fixed runs at all seven (about 0.1 s).
+# Every timed path (whatever its static check found, as long as it found nothing it cannot read) is run once at each
+# of these sequence lengths, at the length it is timed at on its device, and at a few lengths drawn for each count
+# (timing.count_lengths), with one batch, the device's heads and head size, and its steps counted: a count that
+# changes with the length is a loop over positions, no timing points (autograder/core/loop_check.py, ``counted``).
+# They reach twice the CPU timing length, so that a loop in chunks of up to that length shows too. A loop over
+# positions shows by the second length, where the count stops; a path whose count stays fixed runs at all of them.
 TIMING_COUNT_LENGTHS = (16, 32, 64, 128, 256, 384, 768)
 TIMING_WARMUP = 0  # calls before the timed pairs, besides the first call (untimed) and the call measured for memory
 TIMING_REPEATS = 15  # interleaved student/reference pairs at most; the figure is the median ratio

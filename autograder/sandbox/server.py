@@ -704,17 +704,39 @@ class TooMuch(ValueError):
 
 
 class _Frames:
-    """Frames read from a job's output pipe (see the worker), within a limit on what it may send."""
+    """Frames read from a job's output pipe (see the worker), within a limit on what it may send.
 
-    def __init__(self, fd, limit):
+    ``limit``: all the job's frames together; ``frame_limit(kind)``: the most one frame of that kind may hold,
+    checked on its header, before any of its body is read: the buffer never holds more than one frame and the
+    header of the next. A frame over its limit raises TooMuch, and nothing more of the pipe is read.
+    """
+
+    def __init__(self, fd, limit, frame_limit=None):
         self.fd, self.limit, self.buffer, self.closed, self.total = fd, limit, bytearray(), False, 0
+        self.frame_limit = frame_limit or (lambda kind: limit)
         os.set_blocking(fd, False)
+
+    def _wanted(self):
+        """How many bytes to read next: the rest of the frame begun, or a header (raises TooMuch past a limit)."""
+        if len(self.buffer) < 9:
+            return 9 - len(self.buffer)
+        kind, size = struct.unpack_from("<cQ", self.buffer, 0)
+        if size > self.frame_limit(kind):
+            raise TooMuch(f"{size:,} bytes, where a correct answer takes at most {self.frame_limit(kind):,}")
+        return 9 + size - len(self.buffer)
 
     def read(self):
         """Read what is waiting; returns the complete frames so far as (kind, payload)."""
+        frames = []
         while not self.closed:
+            wanted = self._wanted()
+            if wanted == 0:
+                kind, size = struct.unpack_from("<cQ", self.buffer, 0)
+                frames.append((kind, bytes(self.buffer[9:])))
+                self.buffer = bytearray()
+                continue
             try:
-                chunk = os.read(self.fd, 1 << 20)
+                chunk = os.read(self.fd, min(wanted, 1 << 20))
             except BlockingIOError:
                 break
             if not chunk:
@@ -722,18 +744,8 @@ class _Frames:
                 break
             self.total += len(chunk)
             if self.total > self.limit:
-                raise TooMuch(f"it sent more than {self.limit // 2**20} MiB of results")
+                raise TooMuch(f"more than {self.limit // 2**20} MiB in all")
             self.buffer += chunk
-        frames, start = [], 0
-        while len(self.buffer) - start >= 9:
-            kind, size = struct.unpack_from("<cQ", self.buffer, start)
-            if size > self.limit:
-                raise protocol.ProtocolError(f"a frame that claims {size} bytes")
-            if len(self.buffer) - start < 9 + size:
-                break
-            frames.append((kind, bytes(self.buffer[start + 9:start + 9 + size])))
-            start += 9 + size
-        del self.buffer[:start]
         return frames
 
 
@@ -764,7 +776,11 @@ def _send_later(fd, data, after=None):
     return thread
 
 
-RESULTS_BYTES = 256 * 1024**2
+RESULTS_BYTES = 256 * 1024**2  # all the frames of one job together
+# The most one frame (a load report, or one task's results) may hold: the largest an honest job sends is under
+# 2 MB (positional_encodings' learned, all its probes' outputs); 16 times that leaves room for a wrong answer of
+# another dtype or shape, and keeps what a grading thread buffers far below the grader's memory.
+REPLY_BYTES = 32 * 1024**2
 
 
 def _broke_while(task, kind):
@@ -774,6 +790,11 @@ def _broke_while(task, kind):
     what = f"a frame of kind {kind!r}" if kind not in (None, b"R") else "a frame the grader cannot read"
     return (f"your code wrote on the grader's private pipe ({what}) while the tests of {task} ran, which ends "
             "the job: no test still open could be graded. Your code must not write to the grader's pipes")
+
+
+def _too_large(problem):
+    return (f"your code's reply to these tests was larger than any correct answer ({problem}), so it was not "
+            "read. Return what the task asks for, of the shape its docstring gives")
 
 
 def _run_once(server, submission, plan, tasks, limits, deadline):
@@ -790,7 +811,7 @@ def _run_once(server, submission, plan, tasks, limits, deadline):
         header = json.dumps({"filename": submission.path.name, "chunks": submission.chunks, "tasks": tasks,
                              "limits": _child_limits(limits), "module": plan.module,
                              "unit_code": plan.unit_code}).encode()
-        frames = _Frames(job.output, RESULTS_BYTES)
+        frames = _Frames(job.output, RESULTS_BYTES, lambda kind: REPLY_BYTES)
         job.writer = _send_later(job.input, frame(b"S", header))
         loaded, pending, before_plan = None, list(tasks), None
         started = last_progress = time.monotonic()
@@ -855,8 +876,10 @@ def _run_once(server, submission, plan, tasks, limits, deadline):
         stderr = inert(tail(err, limits.output_bytes, before_plan))
     if protocol_error:  # before it loaded, the whole submission: honest code never writes to the worker's pipes
         return None, {}, {}, protocol_error + ". Your code must not write to the grader's pipes.", stderr
-    if problem:
-        return loaded, results, {task: problem for task in pending}, "" if loaded else f"{problem}.", stderr
+    if problem:  # a reply too large: the task it answered loses its tests; the others are run again
+        if loaded is None:
+            return None, {}, {}, f"the report that your code loaded was larger than any honest one ({problem}).", stderr
+        return loaded, results, {**failures, pending[0]: _too_large(problem)} if pending else failures, "", stderr
     if loaded is None:
         if timed_out:
             why = (f"your code did not finish loading within {time.monotonic() - started:.0f} s: is there an "

@@ -642,12 +642,13 @@ def call(unit, spec, seed, pool, path, dtype):
 
 def count(unit, spec, seed, pool, path, dtype, labels, settrace, gettrace, mode_class):
     """One call of the path, its steps counted (autograder/core/loop_check.py, ``counted``): ((Python steps, torch
-    operations, intact), inputs). The inputs are drawn before the count starts."""
+    operations, intact, output), inputs). The inputs are drawn before the count starts; the output is checked
+    against the reference's like a timed call's."""
     inputs = unit.timing_inputs(spec, Draw(pool, seed, spec["device"], dtype))
     # counted: autograder/core/loop_check.py's, written into this dictionary from the job's header (serve jobs)
-    _, python_steps, operations, intact = counted(lambda: path(*inputs), labels.__contains__, settrace, gettrace,
-                                                  mode_class)
-    return (python_steps, operations, intact), inputs
+    output, python_steps, operations, intact = counted(lambda: path(*inputs), labels.__contains__, settrace,
+                                                       gettrace, mode_class)
+    return (python_steps, operations, intact, output), inputs
 
 '''
 _SANDBOX = {"__builtins__": builtins, "__name__": "the timing job's steps"}
@@ -850,11 +851,14 @@ def _serve_one(command, state):
         return {"done": command["nonce"], "cuda_baseline": baseline}
     if kind == "count":
         # One call of the path at the grader's length, its steps counted (autograder/core/loop_check.py, ``counted``);
-        # the output is not kept. The audit hook lets the counter's trace function through, and only it.
+        # its output is kept for the grader's samples, as a timed call's is: a path that answers the count with
+        # something cheap and wrong is caught there. The audit hook lets the counter's trace function through, and
+        # only it.
         if "path" not in state:
             return {"error": {"type": "RuntimeError", "mro": [], "message": "count before setup", "where": ""}}
         call_spec = dict(state["spec"])
         call_spec["length"] = command.get("length", call_spec["length"])
+        state["keep"].append(state.pop("last", None))
         _TRACE_GRANTS[0] = 2
         try:
             counts, inputs = _pair(_step(_SANDBOX["count"], (state["unit"], call_spec, command["seed"], state["pool"],
@@ -866,8 +870,10 @@ def _serve_one(command, state):
         finally:
             _TRACE_GRANTS[0] = 0
         state["keep"].append(inputs)
-        if type(counts) is not tuple or len(counts) != 3 or type(counts[0]) is not int or type(counts[1]) is not int:
+        if type(counts) is not tuple or len(counts) != 4 or type(counts[0]) is not int or type(counts[1]) is not int:
             return {"error": {"type": "RuntimeError", "mro": [], "message": "the count was changed", "where": ""}}
+        state["last"] = counts[3]
+        _synchronize(call_spec["device"])
         return {"steps": counts[0], "operations": counts[1], "intact": counts[2] is True}
     if kind == "sample":
         last = state.get("last")
@@ -1216,15 +1222,17 @@ def _end_user(uid, lease=None):
     """In the keeper: kill every process of user ``uid`` and reap the ones that came back here; whether none is left.
 
     A process of that user is forked to signal them all at once (kill(-1) from it reaches its own user's
-    processes only, and spares itself), until /proc shows none alive. It lets go of ``lease`` (the
-    keeper's descriptor of the id's lease) before it becomes that user.
+    processes only, and spares itself), until /proc shows none alive. It keeps ``lease`` (the keeper's
+    descriptor of the id's lease) open until it has ended: whatever becomes of the keeper meanwhile (killed
+    with its fork server's tree), the id stays leased while anything may still kill in its name, so no
+    other grader's job on that id can be killed by it. It is not dumpable, so no process of the job's user
+    can reach that descriptor through /proc.
     """
     for _ in range(200):
         pid = os.fork()
         if pid == 0:
             try:
-                if lease is not None:
-                    os.close(lease)
+                _libc_handle.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
                 os.setresuid(uid, uid, uid)
                 os.kill(-1, signal.SIGKILL)
             finally:

@@ -137,11 +137,11 @@ def _time_in_kernel(unit, test, namespace):
     if refused:
         return TestResult(test.id, test.task, 0, test.points,
                           f"No points: the static check cannot read how the score path is made ({refused[0]}).")
-    if found:  # loops: what they run over is counted, as the kit's own timing tier does
-        grew = _loops_over_positions(unit, path, namespace, stand_ins)
-        if grew:
-            return TestResult(test.id, test.task, 0, test.points,
-                              f"No points: a Python loop over positions ({found[0][1]}). {grew}")
+    # Every path is counted, loops seen or not, as the kit's own timing tier does: a loop no text shows runs too.
+    grew = _loops_over_positions(unit, path, namespace, stand_ins)
+    if grew:
+        seen = found[0][1] if found else "the static check saw none: it runs where no loop is written"
+        return TestResult(test.id, test.task, 0, test.points, f"No points: a Python loop over positions ({seen}). {grew}")
     sizes = rubric.TIMING_SIZES["cpu"]
     spec = {"path": path.name, "device": "cpu", "dtype": "float32", "seed": rubric.SEED, **dict(path.settings),
             **{key: sizes[key] for key in ("batch", "heads", "length", "head_dim")}, "stand_ins": stand_ins}
@@ -164,18 +164,24 @@ def _time_in_kernel(unit, test, namespace):
 
 
 def _loops_over_positions(unit, path, namespace, stand_ins=None):
-    """The count of the timing tier (loop_check.py, ``counted``), in the kernel: the path run at each of
-    ``TIMING_COUNT_LENGTHS``, the lines of the notebook's own code and the tensor operations counted. Returns ""
-    when the count does not change with the length, else what the counts were."""
+    """The count of the timing tier (loop_check.py, ``counted``), in the kernel: the path run at each of the
+    timing tier's ``count_lengths`` (fixed ones, the timed one, some drawn for this count), the lines of the
+    notebook's own code and the tensor operations counted. Returns "" when the count does not change with the
+    length, else what the counts were."""
+    import random
+
     from autograder.core import loop_check
-    from autograder.core.timing import count_spec
+    from autograder.core.timing import count_lengths, count_spec
 
     rubric, job = unit.rubric, _job_code(unit)
-    spec = count_spec(rubric, path, stand_ins)
+    lengths = count_lengths(rubric, "cpu", random.SystemRandom(), path.count_from)
+    spec = count_spec(rubric, path, stand_ins, "cpu", lengths)
     score_path = worker._score_path(namespace, spec, job)
     counts = []
-    score_path(*worker._timing_inputs(job, {**spec, "length": rubric.TIMING_COUNT_LENGTHS[0]}, rubric.SEED))  # once
-    for number, length in enumerate(rubric.TIMING_COUNT_LENGTHS):
+    # Once, set aside, at a length counted nowhere else: each counted call is then the first at its length.
+    aside = next(length for length in range(lengths[0] + 1, lengths[-1] + 2) if length not in lengths)
+    score_path(*worker._timing_inputs(job, {**spec, "length": aside}, rubric.SEED))
+    for number, length in enumerate(lengths):
         inputs = worker._timing_inputs(job, {**spec, "length": length}, rubric.SEED + number)
         _, count, intact = loop_check.count_in_process(lambda: score_path(*inputs), loop_check.student_code)
         if not intact:

@@ -75,7 +75,8 @@ TIMING_NUM_BUCKETS = 32
 TIMED_PATHS = (
     TimedPath("shaw", "shaw_speed", ("shaw_scores", "clipped_relative_positions"), ("shaw",),
               (("relative_positions", "clipped_relative_positions", "scrambled_relative_positions"),),
-              settings=(("max_relative", TIMING_MAX_RELATIVE),), describe="shaw_scores"),
+              settings=(("max_relative", TIMING_MAX_RELATIVE),), describe="shaw_scores",
+              count_from=2 * TIMING_MAX_RELATIVE + 2),
     TimedPath("t5", "t5_speed", ("biased_scores", "t5_bias", "t5_relative_position_bucket"), ("t5_bias", "biased_scores"),
               (("t5_bucket", "t5_relative_position_bucket", "scrambled_buckets"),),
               settings=(("num_buckets", TIMING_NUM_BUCKETS),), describe="biased_scores(q, k, t5_bias(...))"),
