@@ -650,7 +650,7 @@ def _run(child, spec, rng, seed, length, fresh_mappings=False):
 def recount(student, reference, spec, rng, count, pair):
     """Count the student's path once more, between timed pairs, at a length of the timed ones' range that no call
     of the path has had yet (so that a table kept per length is made, as at each earlier count), and check its
-    output against the reference's on the same inputs. Raises ChildFailed when the count is not ``count``'s: a path
+    output against the reference's on the same inputs (a share ``RECOUNT_CHECKED`` of the recounts, drawn). Raises ChildFailed when the count is not ``count``'s: a path
     whose steps depend on when it is called (on some calls only, after so many calls) cannot be told from one that
     loops over positions."""
     expected, used = count
@@ -667,6 +667,8 @@ def recount(student, reference, spec, rng, count, pair):
                 f"{reply['steps'] + reply['operations']}, where every count before was {expected}")
         raise ChildFailed(f"{said}: a path whose steps change from call to call (work on some calls only, a branch "
                           "on how often it was called) cannot be told from a Python loop over positions")
+    if rng.random() >= RECOUNT_CHECKED:
+        return
     try:
         _run(reference, spec, rng, seed, length)
     except ChildFailed as error:
@@ -677,7 +679,8 @@ def recount(student, reference, spec, rng, count, pair):
 def timed_lengths(spec, rng):
     """The lengths of the calls ``measure`` makes for ``spec`` (its first call, its warmup calls, its timed pairs;
     the call measured for memory is at the spec's length), each drawn with ``call_length``. They are drawn before
-    the path is counted, so that its steps are counted at every length it is timed at."""
+    the path is counted, so that its steps are counted at some of the lengths it is timed at (``COUNT_TIMED``), and
+    the recounts between timed pairs run at others of that range."""
     return [call_length(spec, rng) for _ in range(1 + spec["warmup"] + _limits.TIMING_REPEATS)]
 
 
@@ -896,6 +899,12 @@ LOOP_ADVICE = ("A Python loop over positions gets no timing points, whatever its
 
 
 COUNT_DRAWN = 3  # lengths drawn afresh for each count, besides the fixed ones and the timed one
+COUNT_TIMED = 4  # lengths of the calls about to be timed that the count runs at (drawn among them)
+# Counted calls whose output is sampled and checked against the reference's, drawn among a count's calls (and the
+# share of the recounts checked): a path that answers the count with something cheap and wrong does so at every
+# counted call, since it cannot know which are checked (the grader draws that after the reply).
+COUNT_CHECKED = 3
+RECOUNT_CHECKED = 1 / 3
 
 
 def count_lengths(rubric, device, rng, count_from=0, timed=()):
@@ -928,11 +937,11 @@ def count_spec(rubric, path, stand_ins=None, device="cpu", lengths=None, dtype="
 def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, device="cpu", reference=None,
                 timed=(), settled=None):
     """Every timed path, whatever its static check found (``loops``: the loops it saw, maybe none), run in the
-    student's job at each of ``count_lengths`` (``timed``: the lengths of the calls the tier will time) in each
-    dtype it is timed in, with its steps counted (``loop_check.counted``): every line of the submission's code that
-    runs, in any of its frames (a callback from C included: a sort key, an iterator's __next__, a __deepcopy__),
-    and every torch operation. Each counted call's output is checked against ``reference``'s on the same inputs,
-    as a timed call's is. Returns None when the count stays the same at every length (the path is then timed; that
+    student's job at each of ``count_lengths`` (``timed``: some of the lengths of the calls the tier will time) in
+    each dtype it is timed in, with its steps counted (``loop_check.counted``): every line of the submission's code
+    that runs, in any of its frames (a callback from C included: a sort key, an iterator's __next__, a
+    __deepcopy__), and every torch operation. The outputs of ``COUNT_CHECKED`` counted calls, drawn, are checked
+    against ``reference``'s on the same inputs, as a timed call's is. Returns None when the count stays the same at every length (the path is then timed; that
     count, per dtype, goes to ``settled``, for ``measure`` to count calls again between the timed ones), else the
     summary of a path that gets no timing points; the counts go to ``lines``. Raises ChildFailed when the job fails
     a count (a thread started while counting is refused: its work would not be counted)."""
@@ -951,6 +960,7 @@ def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, d
                 raise ChildFailed(f"it raised {_error_text(reply)} on the inputs of the count of its steps "
                                   f"({_describe(spec)})")
         counts = []
+        checked = set(rng.sample(range(len(lengths) + 1), min(COUNT_CHECKED, len(lengths) + 1)))
         # The first call is counted and set aside: what a path does once (a table built, a module imported) is not
         # a step of each call. It is made at a length counted nowhere else, so that each counted call is the first
         # at its length (a path that keeps a table per length is counted alike at every length). Then one call at
@@ -966,7 +976,7 @@ def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, d
                              "counts, or the tracing of one of your frames, changed while the path ran), so it "
                              "cannot be trusted.")
                 return "No points: the count of the score path's steps was interfered with."
-            if reference is not None:  # the call counted must compute what a timed one does
+            if reference is not None and number in checked:  # the call counted must compute what a timed one does
                 try:
                     _run(reference, spec, rng, seed, length)
                 except ChildFailed as error:
@@ -1098,16 +1108,19 @@ def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, 
                                                                                  "head_dim")}}
         if stand_ins:
             spec["stand_ins"] = dict(stand_ins)
-        specs.append((spec, timed_lengths(spec, rng)))  # drawn now, so that the count runs at each of them
+        specs.append((spec, timed_lengths(spec, rng)))  # drawn now, so that the count runs at some of them
     settled = {}
     try:
+        every_timed = sorted({length for _, lengths in specs for length in lengths})
         verdict = count_loops(rubric, path, student, loops, lines, stand_ins, rng, device, reference,
-                              timed=[length for _, planned in specs for length in planned], settled=settled)
+                              timed=rng.sample(every_timed, min(COUNT_TIMED, len(every_timed))), settled=settled)
     except ChildFailed as error:
         lines.append(f"Count of the path's steps: not made: {error}.")
         return 0.0, f"No points: {error}."
     if verdict:
         return 0.0, verdict
+    for _, used in settled.values():  # no recount at a length a timed call will have had (a table kept per length)
+        used.update(every_timed)
     fractions, summaries = [], []
     for spec, planned in specs:
         dtype, where = spec["dtype"], _describe(spec)
