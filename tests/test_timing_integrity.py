@@ -163,13 +163,9 @@ setattr(_owner, "{name}", _paused)
         assert test.score == test.max_score, (target, test.output)
 
 
-def test_the_job_cannot_restart_its_memory_high_water_mark(grader, tmp_path, reference_text, job_alone, monkeypatch):
+def test_the_job_cannot_restart_its_memory_high_water_mark(grader, tmp_path, reference_text, job_alone):
     """Opening clear_refs and exec are refused in a timing job: the path carries on, and keeps its points."""
-    from autograder.core import timing
-
-    # The count set aside: the attempt runs on some calls only, so its steps change from call to call (the count
-    # refuses that); what is tested here is that the attempt itself is refused and the path carries on.
-    monkeypatch.setattr(timing, "count_loops", lambda *args, **kwargs: None)
+    # The attempt runs at every call of the timing job, counted ones included, so the count stays the same.
     test = _shaw(_grade(grader, tmp_path, "restarts", reference_text + RESTARTS_THE_HIGH_WATER_MARK))
     assert test.score == test.max_score, test.output
 
