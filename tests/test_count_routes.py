@@ -104,20 +104,26 @@ def test_the_twin_takes_the_same_sums_as_the_hidden_loop():
 
 # --- nbgrader -------------------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def nbgraded(tmp_path_factory):
-    """The pair through `nbgrader autograde`, `generate_feedback` and `export` in a course of its own."""
-    if shutil.which("bwrap") is None:
-        pytest.skip("the course's kernel runs under bubblewrap")
-    root = tmp_path_factory.mktemp("nbgrader-count")
+def _submitted(root, graded_with=None):
+    """The pair, each filled into the unit's released notebook, submitted to a course of its own under ``root``
+    (its config replaced by ``graded_with`` after the release, if given); returns the course folders to grade."""
     course = root / "course"
     course.mkdir()
     shutil.copy(COURSE / "nbgrader_config.py", course)
     shutil.copytree(COURSE / "source", course / "source")
     release(UNIT, root / "dist", course=course)
+    if graded_with is not None:
+        (course / "nbgrader_config.py").write_text(graded_with)
     released = json.loads((course / "release" / ASSIGNMENT / NOTEBOOK).read_text())
     students = {name: _filled(released, cell) for name, cell in CELLS.items()}
-    homes = submit_class(shard_courses(course, 1), ASSIGNMENT, NOTEBOOK, students)
+    return submit_class(shard_courses(course, 1), ASSIGNMENT, NOTEBOOK, students)
+
+@pytest.fixture(scope="module")
+def nbgraded(tmp_path_factory):
+    """The pair through `nbgrader autograde`, `generate_feedback` and `export` in a course of its own."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("the course's kernel runs under bubblewrap")
+    homes = _submitted(tmp_path_factory.mktemp("nbgrader-count"))
     return autograde_class(homes, ASSIGNMENT, NOTEBOOK)
 
 
@@ -153,16 +159,8 @@ KERNEL_CELL_SECONDS = 240  # nbgrader's default 30 s is too short for the first 
 
 @pytest.fixture(scope="module")
 def graded_in_the_kernel(tmp_path_factory):
-    root = tmp_path_factory.mktemp("nbgrader-count-kernel")
-    course = root / "course"
-    course.mkdir()
-    shutil.copy(COURSE / "nbgrader_config.py", course)
-    shutil.copytree(COURSE / "source", course / "source")
-    release(UNIT, root / "dist", course=course)  # released with the kit's config, graded without it
-    (course / "nbgrader_config.py").write_text(PLAIN_CONFIG)
-    released = json.loads((course / "release" / ASSIGNMENT / NOTEBOOK).read_text())
-    students = {name: _filled(released, cell) for name, cell in CELLS.items()}
-    homes = submit_class(shard_courses(course, 1), ASSIGNMENT, NOTEBOOK, students)
+    # Released with the kit's config, graded without it.
+    homes = _submitted(tmp_path_factory.mktemp("nbgrader-count-kernel"), graded_with=PLAIN_CONFIG)
     return autograde_class(homes, ASSIGNMENT, NOTEBOOK, [f"--Execute.timeout={KERNEL_CELL_SECONDS}"])
 
 

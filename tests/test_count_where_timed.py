@@ -27,7 +27,7 @@ from autograder.core.units import strip_markers
 
 ROTARY = units.get("rotary_alibi")
 TIMED = ROTARY.rubric.TIMING_SIZES["cpu"]["length"]
-WINDOW = (TIMED - TIMED // 8, TIMED)  # timing.call_length's range: the lengths of the calls timed on the CPU
+WINDOW = (TIMED - TIMED // 8, TIMED)  # timing.timed_range: the lengths of the calls timed on the CPU
 
 # Rows of the bias in chunks of 8: the same numbers as the reference (torch's arithmetic on the same integers), one
 # trip per chunk of queries.

@@ -650,11 +650,11 @@ def _run(child, spec, rng, seed, length, fresh_mappings=False):
 def recount(student, reference, spec, rng, count, pair):
     """Count the student's path once more, between timed pairs, at a length of the timed ones' range that no call
     of the path has had yet (so that a table kept per length is made, as at each earlier count), and check its
-    output against the reference's on the same inputs (a share ``RECOUNT_CHECKED`` of the recounts, drawn). Raises ChildFailed when the count is not ``count``'s: a path
-    whose steps depend on when it is called (on some calls only, after so many calls) cannot be told from one that
-    loops over positions."""
+    output against the reference's on the same inputs (a share ``RECOUNT_CHECKED`` of the recounts, drawn). Raises
+    ChildFailed when the count is not ``count``'s: a path whose steps depend on when it is called (on some calls
+    only, after so many calls) cannot be told from one that loops over positions."""
     expected, used = count
-    fresh = [length for length in range(spec["length"] - spec["length"] // 8, spec["length"] + 1) if length not in used]
+    fresh = [length for length in timed_range(spec) if length not in used]
     length = rng.choice(fresh) if fresh else rng.choice(sorted(used))
     used.add(length)
     seed = rng.getrandbits(48)
@@ -684,12 +684,16 @@ def timed_lengths(spec, rng):
     return [call_length(spec, rng) for _ in range(1 + spec["warmup"] + _limits.TIMING_REPEATS)]
 
 
+def timed_range(spec):
+    """The lengths a timed call of ``spec`` may have: the last eighth below the spec's length, and that length."""
+    return range(spec["length"] - spec["length"] // 8, spec["length"] + 1)
+
+
 def call_length(spec, rng):
-    """The sequence length of one timed call, drawn by the grader for that call alone: within the last eighth below
-    the spec's length, so that no two calls need be alike (a path that keeps what it made for an earlier call, by
-    its lengths or its inputs, gains nothing) while each costs about what the spec's size does."""
-    length = spec["length"]
-    return rng.randint(length - length // 8, length)
+    """The sequence length of one timed call, drawn by the grader for that call alone from ``timed_range``, so that
+    no two calls need be alike (a path that keeps what it made for an earlier call, by its lengths or its inputs,
+    gains nothing) while each costs about what the spec's size does."""
+    return rng.choice(timed_range(spec))
 
 
 def _check_outputs(student, reference, spec, rng, which, length):
@@ -941,10 +945,11 @@ def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, d
     each dtype it is timed in, with its steps counted (``loop_check.counted``): every line of the submission's code
     that runs, in any of its frames (a callback from C included: a sort key, an iterator's __next__, a
     __deepcopy__), and every torch operation. The outputs of ``COUNT_CHECKED`` counted calls, drawn, are checked
-    against ``reference``'s on the same inputs, as a timed call's is. Returns None when the count stays the same at every length (the path is then timed; that
-    count, per dtype, goes to ``settled``, for ``measure`` to count calls again between the timed ones), else the
-    summary of a path that gets no timing points; the counts go to ``lines``. Raises ChildFailed when the job fails
-    a count (a thread started while counting is refused: its work would not be counted)."""
+    against ``reference``'s on the same inputs, as a timed call's is. Returns None when the count stays the same at
+    every length (the path is then timed; that count, per dtype, goes to ``settled``, for ``measure`` to count calls
+    again between the timed ones), else the summary of a path that gets no timing points; the counts go to
+    ``lines``. Raises ChildFailed when the job fails a count (a thread started while counting is refused: its work
+    would not be counted)."""
     rng = rng or random.SystemRandom()
     lengths = count_lengths(rubric, device, rng, path.count_from, timed)
     counts = []
