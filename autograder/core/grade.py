@@ -19,12 +19,12 @@ from pathlib import Path
 from secrets import token_hex
 
 from autograder.sandbox import cgroups, limits as _limits, users
-from autograder.core import diagnosis, recognize, seeds, threads, timing, units, voice
+from autograder.core import diagnosis, mutants, recognize, seeds, threads, timing, units, voice
 from autograder.intake.inert import inert
 from autograder.core.cases import build_cases, hints_of, lesson_of, likely
 from autograder.core.cases import Verdict
 from autograder.intake.load import LoadError, load, submission_name
-from autograder.sandbox.server import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, SandboxMissing, ServerFailed,
+from autograder.sandbox.server import (BUBBLEWRAP, JOB_USERS, KIT_FOLDERS, ForkServer, Limits, Plan, SandboxMissing, ServerFailed,
                                 resolve_sandbox, run_submission, serialize_plan, visible_to_jobs)
 
 CASE_SETS_KEPT = 64  # hidden case sets kept built (one per seed: per student with a course secret)
@@ -469,6 +469,9 @@ class Grader:
         # How a refused entry's row names what it was graded as (core/recognize.py): a way in may say it its way.
         self.graded_as = f"it is graded as {unit.name}"
         self.machine = timing.ReadersWriter()  # correctness runs share it; a timing run has it alone
+        # The error model (core/mutants.py): the reference's mutants, run on a failing task's cases in jobs of their
+        # own, their outcomes kept per seed.
+        self.model = mutants.Model(unit, self.limits, self.server, run_submission, Plan)
         self.tier = {BUBBLEWRAP: "bubblewrap, namespaces per job" if self.server.isolate else "bubblewrap per job",
                      JOB_USERS: "a user of its own per job, seccomp filter (no namespaces here)"}.get(tier, "NO SANDBOX") \
             + (f", {self.groups.description}" if self.groups else ", per-process limits only (no cgroups"
@@ -531,7 +534,7 @@ class Grader:
             return result
         for attempt in range(1, MACHINE_ATTEMPTS + 1):
             try:
-                result = self._grade(path, name, cases, plan)
+                result = self._grade(path, name, cases, plan, drawn)
             except ServerFailed as error:
                 if attempt < MACHINE_ATTEMPTS:
                     time.sleep(0.5 * attempt)
@@ -544,7 +547,7 @@ class Grader:
             result.cases_for_student = seeds.for_student(self.unit, drawn)
             return result
 
-    def _grade(self, path, name, cases, plan):
+    def _grade(self, path, name, cases, plan, seed=None):
         rubric = self.unit.rubric
         try:
             submission = load(path, self.unit.file_names)
@@ -575,6 +578,9 @@ class Grader:
         for task in rubric.TASK_NAMES:
             scored = score_tests(self.unit, rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
                                  failure=outcome.failures.get(task), notes=notes, incidents=incidents, lines=lines)
+            if task not in handed_out and task not in outcome.failures:
+                with self.machine.shared():
+                    scored = self._named_by_model(seed, task, cases[task], outcome.results.get(task, {}), scored)
             if task in handed_out:  # the code another unit hands out finished, handed in as this task's answer
                 scored = [TestResult(test.id, test.task, 0, test.max_score, handed_out[task], kind=voice.HANDED_OUT)
                           for test in scored]
@@ -594,6 +600,25 @@ class Grader:
         result = Result(submission.name, str(path), tests, notes, unit=self.unit.name, incidents=incidents)
         result.grader_fault = fault or any(test.grader_fault for test in tests)
         return result
+
+    def _named_by_model(self, seed, task, cases, results, scored):
+        """``scored`` with the error model's names (core/mutants.py) in each failing test that names no mistake: the
+        mutants of the task's reference whose outcome is the student's on every case of the task. A declared
+        mistake, where one is named, stays the name; the points are the same either way."""
+        unnamed = [test for test in scored if not test.passed and test.kind in (voice.WRONG, voice.RAISED)
+                   and not test.diagnosis.mistakes]
+        if not unnamed:
+            return scored
+        try:
+            words = self.model.explain(seed, task, cases, _named_as_probed(results, cases))
+        except Exception:  # the model only adds words: without them, the row stands as scored
+            return scored
+        if not words:
+            return scored
+        said = mutants.likely_line(words)
+        return [dataclasses.replace(test, output=f"{test.output}\nLikely mistake: {said}",
+                                    diagnosis=dataclasses.replace(test.diagnosis, mistakes=(said,)))
+                if any(test is one for one in unnamed) else test for test in scored]
 
     def stall_seconds(self):
         """How long a class run may go without any submission finished before the watchdog gives up on those in

@@ -1,0 +1,747 @@
+"""An error model of each reference: its mutants, and which of them gives a student's output. Instructor-only.
+
+A declared mistake (a ``Mistake`` in a task's cases module) is named when it gives the student's output. Most
+mistakes nobody declared are small edits of the right code: a sign, an off-by-one, a factor dropped, another
+axis, a check left out. So each task's reference function is edited automatically, one edit at a time
+(``OPERATORS``), and when a task fails and no declared mistake explains it, those edited references, the
+mutants, are run on the same hidden cases as the student's code. A mutant whose outcome equals the student's on
+every case of the task, passing and failing alike, is named in plain words, from the edit and where it is.
+
+* Only reference-derived code runs, never the student's, and it runs in a job of its own with the usual limits
+  (``run_mutants``): an edit can make a loop that never ends or a tensor too big, like any code.
+* A mutant that passes every case is equivalent to the reference on these cases and names nothing; mutants with
+  the same outcome on every case are one class, named together ("or ..."): which of them was made cannot be told.
+* Where no single edit gives the student's output, pairs of edits are tried, among those that each give it on
+  some of the failing cases (cheap: a few pairs, one more job).
+* What the mutants give on a seed's cases is kept (``Model``): a class graded on one seed runs each task's
+  mutants once.
+
+What is said quotes the reference's expression and the edited one ("your output equals the reference's with
+`factor` where it has `factor ** (head_dim / (head_dim - 2))`, on every case"): the code of the formula the
+docstring states, never a hidden input. The core names no unit: everything here is read from the unit given.
+"""
+
+import ast
+import copy
+import dataclasses
+import functools
+import io
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from autograder.core.cases import returned_value
+from autograder.core.compare import mismatch
+from autograder.intake.load import Submission
+
+PREFIX = "_mutant_"  # the name a mutant is defined under in its job: PREFIX + number + "_" + the function's name
+PAIRS_TRIED = 12  # pairs of edits tried at most for one failing task
+KEPT = 20000  # mutants' outcomes kept (one per mutant and case): a few seeds' worth of every task's screening
+BATCH = 400  # mutants run in one job (each a task of the job's: one that hangs costs its own calls only)
+SHOWN = 3  # mutants named at most for one output (the others give it too: said as a count)
+
+# Operators: each turns one node of the reference into others, with the words for what the edit is.
+_SWAPPED_OPERATORS = {ast.Add: (ast.Sub, "+ and - swapped"), ast.Sub: (ast.Add, "- and + swapped"),
+                      ast.Mult: (ast.Div, "* and / swapped"), ast.Div: (ast.Mult, "/ and * swapped")}
+_DIVISIONS = {ast.Div: ((ast.FloorDiv, "floor division // where the formula divides exactly"),),
+              ast.FloorDiv: ((ast.Div, "true division / where the formula rounds down with //"),)}
+_COMPARISONS = {ast.Lt: (ast.LtE, "a non-strict comparison (<=) where the formula's is strict (<)"),
+                ast.LtE: (ast.Lt, "a strict comparison (<) where the formula's is non-strict (<=)"),
+                ast.Gt: (ast.GtE, "a non-strict comparison (>=) where the formula's is strict (>)"),
+                ast.GtE: (ast.Gt, "a strict comparison (>) where the formula's is non-strict (>=)")}
+# Functions (by attribute or name) and the neighbours a slip puts in their place.
+_NEIGHBOUR_CALLS = {
+    "log": (("log1p", "log1p where the formula takes log"), ("log2", "log2 where the formula takes the natural log"),
+            ("log10", "log10 where the formula takes the natural log")),
+    "log2": (("log", "the natural log where the formula takes log2"),),
+    "log1p": (("log", "log where the formula takes log1p"),),
+    "floor": (("ceil", "rounded up where the formula rounds down"), ("round", "rounded to nearest where the formula "
+                                                                               "rounds down")),
+    "ceil": (("floor", "rounded down where the formula rounds up"), ("round", "rounded to nearest where the formula "
+                                                                             "rounds up")),
+    "round": (("floor", "rounded down where the formula rounds to nearest"),),
+    "sin": (("cos", "cos where the formula takes sin"),), "cos": (("sin", "sin where the formula takes cos"),),
+    "min": (("max", "the largest where the formula takes the smallest"),),
+    "max": (("min", "the smallest where the formula takes the largest"),),
+    "minimum": (("maximum", "the largest where the formula takes the smallest"),),
+    "maximum": (("minimum", "the smallest where the formula takes the largest"),),
+    "tril": (("triu", "the upper triangle where the formula keeps the lower"),),
+    "triu": (("tril", "the lower triangle where the formula keeps the upper"),),
+    "exp": (("exp2", "2 ** x where the formula takes e ** x"),),
+    "sqrt": (("", "no square root where the formula takes one"),),
+}
+_DTYPES = {"float64": "float32", "float32": "float64", "long": "int32", "int64": "int32", "int32": "int64"}
+_CASTS = ("to", "float", "double", "long", "int", "type")
+_IN_PLACE = {ast.Add: "add_", ast.Sub: "sub_", ast.Mult: "mul_", ast.Div: "div_"}
+_STEPS = ("unsqueeze", "squeeze", "clamp", "clamp_min", "clamp_max", "transpose", "permute", "contiguous", "flip",
+          "abs", "neg", "expand", "expand_as", "reshape", "view", "flatten", "sum", "mean", "round", "floor", "ceil",
+          "exp", "log", "sqrt", "tril", "triu", "masked_fill", "softmax", "movedim", "swapaxes")
+_CONSTANTS = {10000.0: (500000.0,), 500000.0: (10000.0,), 10000: (500000,), 500000: (10000,)}
+_AXIS_WORDS = ("dim", "axis", "dim0", "dim1", "start_dim", "end_dim")
+_AXIS_CALLS = ("transpose", "permute", "cat", "stack", "gather", "sum", "mean", "softmax", "unsqueeze", "squeeze",
+               "flatten", "movedim", "swapaxes", "narrow", "chunk", "split", "flip", "roll", "select", "amax", "amin",
+               "cumsum", "index_select", "repeat_interleave", "take_along_dim")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One edit of a task's reference: the edited definition (defined under ``defined_as`` in the job), and what the
+    edit is, in words a student reads."""
+
+    number: int
+    task: str
+    function: str  # the task's function (or class) the edit is in
+    defined_as: str
+    source: str
+    words: str  # "`factor` where the reference has `factor ** (...)`: a factor dropped"
+    site: tuple  # (node index, operator index): two edits at one site do not make a pair
+    parts: tuple = ()  # the single mutants a pair is made of
+
+
+def _text(node, longest=120):
+    try:
+        text = ast.unparse(node)
+    except Exception:
+        return "?"
+    return text if len(text) <= longest else text[:longest - 3] + "..."
+
+
+def _is_number(node):
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _call_name(node):
+    function = node.func
+    return function.attr if isinstance(function, ast.Attribute) else function.id if isinstance(function, ast.Name) \
+        else ""
+
+
+def _number(value):
+    return ast.Constant(value)
+
+
+def _edits(node, parent_call, parameters=(), defaults=None, tensors=()):
+    """(new node, words) for each edit the operators make of ``node``; ``parent_call`` is (call name, keyword) of
+    the call whose argument the node is, if it is one."""
+    found = []
+    if isinstance(node, ast.BinOp):
+        kind = type(node.op)
+        if kind in _SWAPPED_OPERATORS:
+            other, words = _SWAPPED_OPERATORS[kind]
+            found.append((ast.BinOp(node.left, other(), node.right), words))
+        for other, words in _DIVISIONS.get(kind, ()):
+            found.append((ast.BinOp(node.left, other(), node.right), words))
+        if kind in (ast.Mult, ast.Div):
+            found.append((node.left, f"a factor dropped (`{_text(node.right)}`)"))
+        if kind is ast.Mult:
+            found.append((node.right, f"a factor dropped (`{_text(node.left)}`)"))
+            found.append((ast.BinOp(node.left, ast.Mult(), ast.BinOp(node.right, ast.Pow(), _number(2))),
+                          f"a factor squared (`{_text(node.right)}`)"))
+        if kind in (ast.Add, ast.Sub):
+            found.append((node.left, f"a term left out (`{_text(node.right)}`)"))
+        if kind is ast.Pow:
+            found.append((node.left, f"the power left out (`** {_text(node.right)}`)"))
+            found.append((ast.BinOp(node.left, ast.Pow(), ast.UnaryOp(ast.USub(), node.right)),
+                          "the exponent's sign flipped"))
+            found.append((ast.BinOp(node.left, ast.Pow(), ast.BinOp(_number(1), ast.Div(), node.right)),
+                          "the exponent inverted"))
+            found.append((ast.BinOp(node.left, ast.Pow(), ast.BinOp(node.right, ast.Mult(), _number(2))),
+                          "the exponent doubled"))
+            found.append((ast.BinOp(node.left, ast.Pow(), ast.BinOp(node.right, ast.Div(), _number(2))),
+                          "the exponent halved"))
+        if kind is ast.Div:
+            found.append((ast.BinOp(node.right, ast.Div(), node.left), "the division turned over"))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _is_number(node.operand):
+        found += _number_edits(-node.operand.value, parent_call)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        found.append((node.operand, "the minus sign left out"))
+    elif isinstance(node, ast.Compare):
+        for index, operator in enumerate(node.ops):
+            swapped = _COMPARISONS.get(type(operator))
+            if swapped:
+                ops = list(node.ops)
+                ops[index] = swapped[0]()
+                found.append((ast.Compare(node.left, ops, node.comparators), swapped[1]))
+        if len(node.ops) == 2:  # a chain, low < x < high: one of its bounds left out
+            found.append((ast.Compare(node.left, node.ops[:1], node.comparators[:1]),
+                          f"the bound `{_text(node.comparators[1])}` left out"))
+            found.append((ast.Compare(node.comparators[0], node.ops[1:], node.comparators[1:]),
+                          f"the bound `{_text(node.left)}` left out"))
+    elif isinstance(node, ast.BoolOp) and len(node.values) > 1:
+        for index, value in enumerate(node.values):
+            rest = node.values[:index] + node.values[index + 1:]
+            kept = rest[0] if len(rest) == 1 else ast.BoolOp(type(node.op)(), rest)
+            found.append((kept, f"the condition `{_text(value)}` left out"))
+    elif _is_number(node) and not isinstance(node.value, bool):
+        found += _number_edits(node.value, parent_call)
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch" \
+            and node.attr in _DTYPES:
+        found.append((ast.Attribute(node.value, _DTYPES[node.attr], ast.Load()),
+                      f"torch.{_DTYPES[node.attr]} where the formula uses torch.{node.attr}"))
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math" \
+            and node.attr == "pi":
+        found.append((_number(1.0), "1 where the formula has pi"))
+    if isinstance(node, ast.Name) and node.id in parameters and isinstance(node.ctx, ast.Load):
+        for other in sorted(parameters):  # another argument in its place: length_k where length_q is meant
+            if other != node.id:
+                found.append((ast.Name(other, ast.Load()), f"`{other}` where the formula uses `{node.id}`"))
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in (defaults or {}):
+        default = defaults[node.id]
+        found.append((copy.deepcopy(default), f"the argument `{node.id}` ignored (its default `{_text(default)}` "
+                                              "used)"))
+    if isinstance(node, ast.BinOp) and isinstance(node.left, ast.Name) and node.left.id in tensors \
+            and type(node.op) in _IN_PLACE:
+        method = _IN_PLACE[type(node.op)]
+        found.append((ast.Call(ast.Attribute(ast.Name(node.left.id, ast.Load()), method, ast.Load()), [node.right], []),
+                      f"computed in place on `{node.left.id}` (`{node.left.id}.{method}(...)`), which changes the "
+                      "caller's tensor"))
+    if isinstance(node, ast.Name) and node.id in parameters and getattr(node, "_in_arithmetic", False):
+        for operator, sign in ((ast.Sub, "-"), (ast.Add, "+")):
+            found.append((ast.BinOp(ast.Name(node.id, ast.Load()), operator(), _number(1)),
+                          f"an off-by-one: `{node.id} {sign} 1` where the formula has `{node.id}`"))
+    if isinstance(node, ast.Call):
+        name = _call_name(node)
+        for other, words in _NEIGHBOUR_CALLS.get(name, ()):
+            if not other:
+                if len(node.args) == 1 and not node.keywords:
+                    found.append((node.args[0], words))
+                continue
+            edited = copy.copy(node)
+            if isinstance(node.func, ast.Attribute):
+                edited.func = ast.Attribute(node.func.value, other, ast.Load())
+            elif name in ("min", "max") and other in ("min", "max"):
+                edited.func = ast.Name(other, ast.Load())
+            elif name == "round":
+                edited.func = ast.Attribute(ast.Name("math", ast.Load()), other, ast.Load())
+            else:
+                continue
+            found.append((edited, words))
+        if isinstance(node.func, ast.Attribute) and name in _CASTS and name != "type":
+            found.append((node.func.value, f"the cast `.{name}(...)` left out"))
+        elif isinstance(node.func, ast.Attribute) and name in _STEPS:
+            found.append((node.func.value, f"the step `.{name}(...)` left out"))
+        for keyword in node.keywords:
+            if keyword.arg in ("device", "dtype"):
+                edited = copy.copy(node)
+                edited.keywords = [other for other in node.keywords if other is not keyword]
+                found.append((edited, f"`{keyword.arg}=` left out (the default {keyword.arg} instead)"))
+        if name == "clamp":
+            keywords = {keyword.arg: keyword.value for keyword in node.keywords}
+            if len(node.args) >= 3 or ("min" in keywords and "max" in keywords) or (
+                    isinstance(node.func, ast.Attribute) and len(node.args) == 2):
+                edited = copy.copy(node)
+                if "min" in keywords and "max" in keywords:
+                    edited.keywords = [ast.keyword("min", keywords["max"]), ast.keyword("max", keywords["min"])]
+                else:
+                    args = list(node.args)
+                    args[-1], args[-2] = args[-2], args[-1]
+                    edited.args = args
+                found.append((edited, "the clamp's bounds swapped"))
+        if len(node.args) >= 2 and name not in ("clamp", "range", "arange", "isinstance", "getattr", "ValueError",
+                                                "TypeError", "max", "min"):
+            for index in range(len(node.args) - 1):
+                if any(isinstance(arg, ast.Starred) for arg in node.args[index:index + 2]):
+                    continue
+                edited = copy.copy(node)
+                args = list(node.args)
+                args[index], args[index + 1] = args[index + 1], args[index]
+                edited.args = args
+                found.append((edited, f"the arguments `{_text(node.args[index])}` and "
+                                      f"`{_text(node.args[index + 1])}` swapped"))
+        if name in ("range", "arange", "linspace"):
+            for index, arg in enumerate(node.args[:2]):
+                if _is_number(arg):
+                    continue  # a constant's neighbours are tried already
+                for step, words in ((1, "+ 1"), (-1, "- 1")):
+                    edited = copy.copy(node)
+                    args = list(node.args)
+                    args[index] = ast.BinOp(arg, ast.Add() if step > 0 else ast.Sub(), _number(1))
+                    edited.args = args
+                    found.append((edited, "an off-by-one"))
+    if isinstance(node, ast.Slice):
+        for part in ("lower", "upper"):
+            bound = getattr(node, part)
+            if bound is None or _is_number(bound):
+                continue
+            for operator in (ast.Add, ast.Sub):
+                edited = copy.copy(node)
+                setattr(edited, part, ast.BinOp(bound, operator(), _number(1)))
+                found.append((edited, "an off-by-one in a slice"))
+    return found
+
+
+def _number_edits(value, parent_call):
+    """A number's usual neighbours: one more and one less (an int), 2 and 1, the other usual base, 2 pi and 1, twice
+    and half (a float); told as another axis where the number is a call's axis."""
+    axis = parent_call is not None and (parent_call[1] in _AXIS_WORDS or parent_call[0] in _AXIS_CALLS)
+    index = parent_call is not None and parent_call[0] == "[]"
+    neighbours = list(_CONSTANTS.get(value, ()))
+    if isinstance(value, int):
+        neighbours += [value + 1, value - 1]
+    elif value == 2 * math.pi:
+        neighbours.append(1.0)
+    elif value not in (0.0, 1.0, -1.0):
+        neighbours += [value * 2, value / 2]
+    if value == 2:
+        neighbours.append(1)
+    found = []
+    for other in dict.fromkeys(neighbours):
+        if other == value:
+            continue
+        words = "another axis" if axis else "another index" if index else "an off-by-one" if isinstance(
+            value, int) and abs(other - value) == 1 else "another constant"
+        found.append((_number(other) if other >= 0 else ast.UnaryOp(ast.USub(), _number(-other)), words))
+    return found
+
+
+def _statement_edits(node, tensors=()):
+    """Edits of a statement: a check left out (an ``if`` that raises), a condition negated, another exception or a
+    message without its values, a cast of the result added."""
+    found = []
+    if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+        message = node.exc.args[0]
+        if isinstance(message, ast.JoinedStr):
+            plain = "".join(part.value for part in message.values if isinstance(part, ast.Constant))
+            exc = copy.copy(node.exc)
+            exc.args = [ast.Constant(plain)] + node.exc.args[1:]
+            found.append((ast.Raise(exc, node.cause), "the error message without the values it is about"))
+        if isinstance(node.exc.func, ast.Name) and node.exc.func.id != "AssertionError":
+            exc = copy.copy(node.exc)
+            exc.func = ast.Name("AssertionError", ast.Load())
+            found.append((ast.Raise(exc, node.cause), f"an assert (AssertionError) where the function raises "
+                                                      f"{node.exc.func.id}"))
+    if isinstance(node, ast.Return) and node.value is not None:
+        casts = [("torch.float32", "float32"), ("torch.float64", "float64"), ("torch.int32", "int32")]
+        casts += [(f"{name}.dtype", f"{name}'s dtype") for name in tensors]
+        for dtype, words in casts:
+            value = ast.parse(f"(_).to({dtype})", mode="eval").body
+            value.func.value = node.value
+            found.append((ast.Return(value), f"the result cast to {words}"))
+    if isinstance(node, ast.If):
+        raises = any(isinstance(inner, ast.Raise) for inner in node.body)
+        if raises and not node.orelse:
+            found.append((ast.Pass(), f"the check `if {_text(node.test)}: raise ...` left out"))
+        found.append((ast.If(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse),
+                      f"the condition `{_text(node.test)}` negated"))
+    if isinstance(node, ast.IfExp):
+        found.append((ast.IfExp(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse),
+                      f"the condition `{_text(node.test)}` negated"))
+    return found
+
+
+def _skipped(node):
+    """Nodes no edit touches: docstrings, error messages, f-strings, type annotations."""
+    return isinstance(node, (ast.JoinedStr, ast.FormattedValue)) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+class _Walk:
+    """Every node of a definition, in a fixed order, with the call it is an argument of and the expression it is
+    shown in (a constant or a name alone says nothing: ``5`` is told as ``head_dim < 5``)."""
+
+    def __init__(self):
+        self.nodes = []
+
+    def visit(self, node, parent_call=None, around=None):
+        if _skipped(node) or isinstance(node, (ast.arg, ast.arguments)) or getattr(node, "_no_edit", False):
+            return
+        if isinstance(node, ast.Raise):
+            self.nodes.append((node, None, node))  # what is raised, and its message: edited as a whole
+            return
+        leaf = isinstance(node, (ast.Constant, ast.Name, ast.Attribute, ast.UnaryOp))
+        shown = around if leaf and around is not None else node
+        self.nodes.append((node, parent_call, shown))
+        within = node if isinstance(node, ast.expr) and not leaf else around if leaf else None
+        if isinstance(node, ast.Call):
+            name = _call_name(node)
+            self.visit(node.func, None, within)
+            for arg in node.args:
+                self.visit(arg, (name, None), within)
+            for keyword in node.keywords:
+                self.visit(keyword.value, (name, keyword.arg), within)
+            return
+        if isinstance(node, ast.UnaryOp) and _is_number(node.operand):
+            return  # -1 is one number: its neighbours are its edits
+        if isinstance(node, ast.BinOp):
+            for operand in (node.left, node.right):
+                if isinstance(operand, ast.Name):
+                    operand._in_arithmetic = True
+        if isinstance(node, ast.Subscript):
+            self.visit(node.value, None, within)
+            self.visit(node.slice, ("[]", None), within)
+            return
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                decorator._no_edit = True
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, None, within)
+
+
+def _replace(tree, target, new, *more):
+    """``tree`` with ``target`` (a node of it) replaced by ``new``, and each further (target, new) pair of ``more``
+    too, as a new tree (``tree`` is left as it is)."""
+    memo = {}
+    copied = copy.deepcopy(tree, memo)
+    swaps = {id(memo[id(old)]): replacement for old, replacement in ((target, new),) + more}
+
+    class Swap(ast.NodeTransformer):
+        def generic_visit(self, node):
+            if id(node) in swaps:
+                return swaps[id(node)]
+            return super().generic_visit(node)
+
+    return ast.fix_missing_locations(Swap().visit(copied))
+
+
+def _within(inner, outer):
+    return any(node is inner for node in ast.walk(outer))
+
+
+def _definitions(source):
+    """{name: node} of the module-level functions and classes of ``source``."""
+    return {node.name: node for node in ast.parse(source).body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def _renamed(node, new_name):
+    node = copy.deepcopy(node)
+    old = node.name
+    node.name = new_name
+    # A class that names itself (super(Name, self)) is left alone: the references use super() bare.
+    return node, old
+
+
+def _detach_edits(definition):
+    """A ``.detach()`` put on each tensor argument of a function as its first statement: no gradient reaches it."""
+    functions = [definition] if isinstance(definition, ast.FunctionDef) else [
+        item for item in definition.body if isinstance(item, ast.FunctionDef) and item.name == "forward"]
+    found = []
+    for function in functions:
+        for arg in function.args.args + function.args.kwonlyargs:
+            if arg.arg == "self":
+                continue
+            statement = ast.parse(f"{arg.arg} = {arg.arg}.detach() if isinstance({arg.arg}, torch.Tensor) "
+                                  f"else {arg.arg}").body[0]
+            found.append((function, statement, f"no gradient reaches `{arg.arg}` (it is detached)"))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _mutants_cached(source, task, functions):
+    definitions = _definitions(source)
+    mutants = []
+    for function in functions:
+        definition = definitions.get(function)
+        if definition is None:
+            continue
+        functions_in = [definition] if isinstance(definition, ast.FunctionDef) else [
+            inner for inner in definition.body if isinstance(inner, ast.FunctionDef)]
+        parameters = {arg.arg for item in functions_in for arg in item.args.args + item.args.kwonlyargs
+                      if arg.arg != "self"}
+        defaults = {}
+        for item in functions_in:
+            positional = item.args.args[len(item.args.args) - len(item.args.defaults):]
+            defaults.update({arg.arg: value for arg, value in zip(positional, item.args.defaults)})
+            defaults.update({arg.arg: value for arg, value in zip(item.args.kwonlyargs, item.args.kw_defaults)
+                             if value is not None})
+        # The arguments that are tensors: those whose dtype, device or shape the function reads.
+        tensors = sorted({node.value.id for node in ast.walk(definition) if isinstance(node, ast.Attribute)
+                          and isinstance(node.value, ast.Name) and node.value.id in parameters
+                          and node.attr in ("dtype", "device", "shape", "dim", "size", "ndim")})
+        walk = _Walk()
+        for child in definition.body:
+            walk.visit(child)
+        for index, (node, parent_call, shown) in enumerate(walk.nodes):
+            edits = _edits(node, parent_call, parameters, defaults, tensors) + _statement_edits(node, tensors)
+            for number, (new, words) in enumerate(edits):
+                edited = _replace(definition, node, new)
+                said = _said(shown, new if shown is node else _replace(shown, node, new), words, node, new)
+                mutants.append((function, edited, said, (function, index, number), (definition, node, new)))
+        docstring = ast.get_docstring(definition) is not None
+        for number, (inner, statement, words) in enumerate(_detach_edits(definition)):
+            edited = copy.deepcopy(definition)
+            target = edited if inner is definition else next(
+                item for item in edited.body if isinstance(item, ast.FunctionDef) and item.name == inner.name)
+            target.body.insert(1 if docstring and target is edited else 0, statement)
+            mutants.append((function, ast.fix_missing_locations(edited), words, (function, "detach", number), None))
+    built = []
+    for number, (function, edited, words, site, edit) in enumerate(mutants):
+        defined_as = f"{PREFIX}{number}_{function}"
+        node, _ = _renamed(edited, defined_as)
+        try:
+            text = ast.unparse(node)
+            compile(text, "<mutant>", "exec")
+        except Exception:
+            continue
+        built.append(Mutant(number, task, function, defined_as, text, words, site))
+        if edit is not None:
+            _EDITS[(task, function, number)] = edit
+    return tuple(built)
+
+
+_EDITS = {}  # (task, mutant number) -> (the definition, the node edited, what it became): for pairs
+
+
+def _said(node, new, words, edited=None, replaced=None):
+    if isinstance(node, ast.stmt) or isinstance(new, ast.Pass):
+        return words
+    if len(_text(node, 1000)) > 100 and edited is not None and not isinstance(edited, ast.Constant):
+        node, new = edited, replaced  # the expression around it is too long to read: the edit itself
+    old_text, new_text = _text(node), _text(new)
+    return f"`{new_text}` where the reference has `{old_text}` ({words})"
+
+
+def mutants(unit, task):
+    """The single-edit mutants of ``task``'s reference functions in ``unit``, numbered in a fixed order."""
+    functions = tuple(unit.rubric.TASK_BY_NAME[task].functions)
+    return _mutants_cached(unit.finished_reference, task, functions)
+
+
+def paired(first, second):
+    """The mutant with both edits, where they are of one function and neither edits a part of the other's node;
+    else None."""
+    one = _EDITS.get((first.task, first.function, first.number))
+    two = _EDITS.get((second.task, second.function, second.number))
+    if one is None or two is None or one[0] is not two[0] or first.function != second.function:
+        return None
+    definition, node_one, new_one = one
+    _, node_two, new_two = two
+    if _within(node_one, node_two) or _within(node_two, node_one):
+        return None
+    number = 100000 + first.number * 1000 + second.number
+    defined_as = f"{PREFIX}{number}_{first.function}"
+    edited, _ = _renamed(_replace(definition, node_one, new_one, (node_two, new_two)), defined_as)
+    try:
+        text = ast.unparse(edited)
+        compile(text, "<mutant>", "exec")
+    except Exception:
+        return None
+    return Mutant(number, first.task, first.function, defined_as, text, f"{first.words}, and {second.words}",
+                  ("pair", first.site, second.site), parts=(first, second))
+
+
+# --- running them -------------------------------------------------------------------------------
+
+def _renamed_probe(probe, mutant):
+    probe = dict(probe)
+    if probe.get("name") == mutant.function:
+        probe["name"] = mutant.defined_as
+    return probe
+
+
+def run_mutants(unit, cases, chosen, limits, server, run_submission, plan_type):
+    """{mutant number: {case id: outcome}} for each of ``chosen`` on ``cases`` (one task's), in one job of the usual
+    limits: the finished reference with the mutants' definitions after it. A mutant whose calls hung or whose job
+    broke has no outcomes (it is named by nothing)."""
+    found = {}
+    for start in range(0, len(chosen), BATCH):
+        found.update(_run_batch(unit, cases, chosen[start:start + BATCH], limits, server, run_submission, plan_type))
+    return found
+
+
+def _run_batch(unit, cases, chosen, limits, server, run_submission, plan_type):
+    source = unit.finished_reference
+    chunks = [{"label": f"{unit.module_name}.py", "source": source},
+              {"label": "the error model's mutants", "source": "\n\n\n".join(m.source for m in chosen) + "\n"}]
+    submission = Submission(name="the error model", path=Path(f"{unit.module_name}.py"), chunks=chunks, skipped=[])
+    tasks = {f"mutant {m.number}": [_renamed_probe(case.probe, m) for case in cases] for m in chosen}
+    buffer = io.BytesIO()
+    torch.save({"tasks": [{"task": name, "probes": probes} for name, probes in tasks.items()]}, buffer)
+    plan = plan_type(buffer.getvalue(), {name: {probe["id"]: probe["op"] for probe in probes}
+                                         for name, probes in tasks.items()}, unit.module_name, unit.job_source)
+    outcome = run_submission(submission, plan, list(tasks), limits, server)
+    return {m.number: outcome.results[f"mutant {m.number}"] for m in chosen if f"mutant {m.number}" in outcome.results}
+
+
+# --- comparing outcomes -------------------------------------------------------------------------
+
+def _same_value(a, b, atol, rtol):
+    try:
+        got, other = returned_value({"value": a}), returned_value({"value": b})
+    except Exception:
+        return False
+    if isinstance(got, torch.Tensor) != isinstance(other, torch.Tensor):
+        return False
+    if not isinstance(got, torch.Tensor):
+        return got.type_name == other.type_name and got.text == other.text
+    if got.shape != other.shape or got.dtype != other.dtype or a.get("device", "cpu") != b.get("device", "cpu"):
+        return False
+    if got.device.type == "meta" or other.device.type == "meta":
+        return True
+    # A tolerance per entry is of the right answer's shape: for an output of another shape, its loosest entry.
+    try:
+        atol, rtol = (_loosest(t, got.shape) for t in (atol, rtol))
+        return mismatch(got, other, atol=atol, rtol=rtol) is None
+    except Exception:
+        return False
+
+
+def _loosest(tolerance, shape):
+    if not isinstance(tolerance, torch.Tensor) or tolerance.shape == shape:
+        return tolerance
+    return float(tolerance.max()) if tolerance.numel() else 0.0
+
+
+def same_outcome(a, b, atol=1e-5, rtol=1e-5):
+    """Whether two outcomes of one probe are the same to a reader of the check: both raised the same kind of
+    exception, or both returned equal values (dtype, shape, device, and values within the check's tolerance),
+    changing the same inputs in place."""
+    if a is None or b is None or "missing" in a or "missing" in b:
+        return False
+    if "init" in a or "init" in b:  # a module probe: each of its parts
+        keys = set(a) | set(b)
+        for key in keys:
+            x, y = a.get(key), b.get(key)
+            if isinstance(x, dict) or isinstance(y, dict):
+                if not isinstance(x, dict) or not isinstance(y, dict) or not same_outcome(x, y, atol, rtol):
+                    return False
+            elif x != y:
+                return False
+        return True
+    if ("error" in a) != ("error" in b):
+        return False
+    if "error" in a:
+        return a["error"].get("type") == b["error"].get("type")
+    if a.get("changed") != b.get("changed"):
+        return False
+    return _same_value(a["value"], b["value"], atol, rtol)
+
+
+def _tolerance(case):
+    check = case.check
+    return getattr(check, "atol", 1e-5), getattr(check, "rtol", 1e-5)
+
+
+def _passes_all(cases, outcomes):
+    for case in cases:
+        try:
+            verdict = case.check(outcomes.get(case.id))
+        except Exception:
+            return False
+        if not verdict.passed:
+            return False
+    return True
+
+
+def _agrees(cases, student, outcomes):
+    """Whether a mutant's ``outcomes`` are the student's on every case that ran for both."""
+    compared = 0
+    for case in cases:
+        mine, its = student.get(case.id), outcomes.get(case.id)
+        if mine is None:
+            continue
+        atol, rtol = _tolerance(case)
+        try:
+            same = same_outcome(mine, its, atol, rtol)
+        except Exception:  # an outcome the comparison cannot read: not the same
+            same = False
+        if not same:
+            return False
+        compared += 1
+    return compared > 0
+
+
+class Model:
+    """The error model of one unit for a grading run.
+
+    A failing task is explained in two steps: every mutant of the task runs on the first failing case of each
+    failing test (a call or a few each, in one job); only the mutants that give the student's outcome there run
+    on the task's other cases. What each mutant gave on each case is kept for the seed (``KEPT`` outcomes at
+    most), so a class graded on one seed runs each call once."""
+
+    def __init__(self, unit, limits, server, run_submission, plan_type):
+        self.unit, self.limits, self.server = unit, limits, server
+        self._run, self._plan_type = run_submission, plan_type
+        self._kept = OrderedDict()  # (seed, task, mutant number, case id) -> outcome (None: it did not run)
+        self._lock = threading.Lock()
+
+    def _outcomes(self, seed, task, chosen, cases):
+        """{mutant number: {case id: outcome}} of ``chosen`` on ``cases``, each call run once per seed."""
+        with self._lock:
+            missing = [m for m in chosen if any((seed, task, m.number, case.id) not in self._kept for case in cases)]
+        if missing:
+            found = run_mutants(self.unit, cases, missing, self.limits, self.server, self._run, self._plan_type)
+            with self._lock:
+                for m in missing:
+                    for case in cases:
+                        self._kept[(seed, task, m.number, case.id)] = found.get(m.number, {}).get(case.id)
+                while len(self._kept) > KEPT:
+                    self._kept.popitem(last=False)
+        with self._lock:
+            return {m.number: {case.id: self._kept.get((seed, task, m.number, case.id)) for case in cases}
+                    for m in chosen}
+
+    def outcomes(self, seed, task, cases, chosen=None):
+        """(the mutants of ``chosen`` (default: all the task's) that fail some case, that is, that differ from the
+        reference on these cases, {number: outcomes}): the error model probed for equivalent mutants."""
+        chosen = mutants(self.unit, task) if chosen is None else chosen
+        found = self._outcomes(seed, task, chosen, cases)
+        live = tuple(m for m in chosen if not _passes_all(cases, found[m.number]))
+        return live, {m.number: found[m.number] for m in live}
+
+    def explain(self, seed, task, cases, student):
+        """The words of every mutant (or pair) whose outcome is the student's on every case of ``task`` that ran,
+        in the mutants' order; () where none is."""
+        ran = [case for case in cases if student.get(case.id) is not None]
+        failing = [case for case in ran if not _safe_pass(case, student[case.id])]
+        if not failing:
+            return ()
+        first = []
+        for case in failing:  # the first failing case of each test
+            if all(other.test != case.test for other in first):
+                first.append(case)
+        everything = mutants(self.unit, task)
+        screened = self._outcomes(seed, task, everything, first)
+        agreeing = {m.number: {case.id for case in first if _agrees([case], student, screened[m.number])}
+                    for m in everything}
+        candidates = [m for m in everything if len(agreeing[m.number]) == len(first)]
+        if candidates:
+            found = self._outcomes(seed, task, candidates, ran)
+            matched = [m for m in candidates if _agrees(ran, student, found[m.number])]
+            if matched:
+                return tuple(dict.fromkeys(m.words for m in matched))
+        helpful = [m for m in everything if agreeing[m.number]]
+        return tuple(dict.fromkeys(m.words for m in self._pairs(seed, task, ran, student, helpful, agreeing, first)))
+
+    def _pairs(self, seed, task, ran, student, helpful, agreeing, first):
+        """Pairs of edits, each of which gives the student's outcome on some of the screened cases, together on
+        all of them: tried on every case (``PAIRS_TRIED`` at most)."""
+        wanted = {case.id for case in first}
+        candidates = []
+        for index, one in enumerate(helpful):
+            for two in helpful[index + 1:]:
+                if agreeing[one.number] | agreeing[two.number] >= wanted:
+                    pair = paired(one, two)
+                    if pair is not None:
+                        candidates.append(pair)
+                if len(candidates) >= PAIRS_TRIED:
+                    break
+            if len(candidates) >= PAIRS_TRIED:
+                break
+        if not candidates:
+            return []
+        found = self._outcomes(seed, task, candidates, ran)
+        return [pair for pair in candidates if _agrees(ran, student, found[pair.number])]
+
+
+def _safe_pass(case, outcome):
+    try:
+        return case.check(outcome).passed
+    except Exception:
+        return False
+
+
+def likely_line(words):
+    """The sentence that names what the model found: the first edit, and the others that give the same output."""
+    first, *others = words
+    said = f"your output equals the reference's with {first}, on every case"
+    if others:
+        shown = others[:SHOWN - 1]
+        said += "; or, with the same output on every case: " + "; ".join(shown)
+        if len(others) > len(shown):
+            said += f" (and {len(others) - len(shown)} more edits give it too)"
+    return said + "."

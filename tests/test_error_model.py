@@ -1,0 +1,132 @@
+"""The error model (autograder/core/mutants.py): every task's reference, edited one step at a time, names a student's
+output when one of the edits gives it on every case.
+
+For each task of each unit, a seeded sample of the model's own mutants (equivalent ones, which pass every case,
+removed by probing) is handed in as students' files, each file with one mutant of every task (the task's function
+replaced by it). Each must lose points in its own task only, and be named: its failing tests say "Likely mistake", and where the model names it,
+the words named are those of mutants with exactly its outcome on every case (which of those was made cannot be
+told from the outputs), never another's.
+"""
+
+import ast
+import random
+
+import pytest
+
+from autograder.core import mutants, units
+from autograder.core.cases import build_cases
+from autograder.core.grade import Grader
+
+UNITS = ("positional_encodings", "rotary_alibi", "long_context")
+SAMPLE = 20  # mutants per task (the issue's Done-when: at least 20)
+
+
+def _tasks():
+    return [(unit, task) for unit in UNITS for task in units.get(unit).rubric.TASK_NAMES if task != "timing"]
+
+
+def test_every_task_has_enough_mutants_to_sample():
+    for unit_name, task in _tasks():
+        assert len(mutants.mutants(units.get(unit_name), task)) >= SAMPLE, (unit_name, task)
+
+
+def test_mutants_are_the_reference_edited_once_and_say_so():
+    unit = units.get("long_context")
+    found = {m.words for m in mutants.mutants(unit, "ntk_inverse_frequencies")}
+    # The slip a student makes when the exponent's division is an integer division (dh // (dh - 2) is 1 for dh > 4).
+    assert any("`head_dim // (head_dim - 2)` where the reference has `head_dim / (head_dim - 2)`" in words
+               for words in found), sorted(found)
+    assert any(words.startswith("the check `if head_dim < 4 or head_dim % 2 != 0: raise ...` left out")
+               for words in found)
+    for m in mutants.mutants(unit, "ntk_inverse_frequencies"):
+        compile(m.source, "<mutant>", "exec")
+        assert m.defined_as.startswith(mutants.PREFIX) and m.defined_as.endswith(m.function)
+
+
+def _with_mutants(unit, chosen):
+    """The finished reference with each task's function replaced by its mutant in ``chosen`` (one per task): a
+    mutant costs its own task only (a task's helpers are the grader's stand-ins while it is graded), so one file
+    tests one mutant of every task."""
+    source = unit.finished_reference
+    for mutant in chosen:
+        node = ast.parse(mutant.source).body[0]
+        node.name = mutant.function
+        source += "\n\n\n" + ast.unparse(node) + "\n"
+    return source
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory):
+    """{unit: (cases by task, live sampled mutants by task with their outcomes, [(file's mutants, result)])}."""
+    found = {}
+    for unit_name in UNITS:
+        unit = units.get(unit_name)
+        folder = tmp_path_factory.mktemp(unit_name)
+        grader = Grader(unit, sandbox="auto", timing_mode="give")
+        try:
+            cases = build_cases(unit, unit.rubric.SEED)
+            live = {}
+            for task in unit.rubric.TASK_NAMES:
+                if task == "timing":
+                    continue
+                every = list(mutants.mutants(unit, task))
+                random.Random(f"error model:{unit_name}:{task}").shuffle(every)
+                alive, outcomes = [], {}
+                while len(alive) < SAMPLE and every:
+                    # Equivalent mutants (passing every case) removed by probing: run on the task's cases.
+                    drawn, every = every[:2 * SAMPLE], every[2 * SAMPLE:]
+                    more, found = grader.model.outcomes(unit.rubric.SEED, task, cases[task], drawn)
+                    alive += more
+                    outcomes.update(found)
+                live[task] = (alive[:SAMPLE], outcomes)
+            paths, files = [], []
+            for number in range(SAMPLE):
+                chosen = [alive[number] for alive, _ in live.values() if number < len(alive)]
+                path = folder / f"mutants_{number}.py"
+                path.write_text(_with_mutants(unit, chosen), encoding="utf-8")
+                paths.append(path)
+                files.append(chosen)
+            results = grader.grade_many(paths, jobs=2)
+        finally:
+            grader.close()
+        found[unit_name] = (cases, live, list(zip(files, results)))
+    return found
+
+
+def test_each_task_has_a_sample_of_twenty_live_mutants(sampled):
+    for unit_name, (_, live, _) in sampled.items():
+        for task, (alive, _) in live.items():
+            assert len(alive) >= SAMPLE, (unit_name, task, len(alive))
+
+
+@pytest.mark.parametrize("unit_name", UNITS)
+def test_a_sampled_mutant_is_caught_in_its_task_only_and_named_as_itself(sampled, unit_name):
+    cases, live, files = sampled[unit_name]
+    problems = []
+    for chosen, result in files:
+        tasks = {mutant.task for mutant in chosen}
+        failed = [test for test in result.tests if not test.passed and test.task != "timing"]
+        assert {test.task for test in failed} == tasks, (sorted(tasks - {test.task for test in failed}),
+                                                         sorted({test.task for test in failed} - tasks))
+        for mutant in chosen:
+            own = [test for test in failed if test.task == mutant.task]
+            said = "\n".join(test.output for test in own)
+            if "Likely mistake" not in said:
+                problems.append(f"{mutant.task} ({mutant.words}): not named\n{said[:400]}")
+                continue
+            model_named = [test for test in own if any("your output equals the reference's" in m
+                                                       for m in test.diagnosis.mistakes)]
+            if not model_named:
+                continue  # a declared mistake of the task names it: the hand-written name stays first
+            alive, outcomes = live[mutant.task]
+            # The mutants of the sample with exactly its outcome on every case: which of them was made cannot be
+            # told. Any other mutant of the sample named beside it is a wrong name.
+            same = {m.words for m in alive if mutants._agrees(cases[mutant.task], outcomes[mutant.number],
+                                                              outcomes[m.number])}
+            text = model_named[0].diagnosis.mistakes[0]
+            if mutant.words not in text and "more edits give it too" not in text:
+                problems.append(f"{mutant.task} ({mutant.words}): named as {text[:300]}")
+            wrong = [m.words for m in alive if m.words not in same and m.words in text]
+            if wrong:
+                problems.append(f"{mutant.task} ({mutant.words}): also named as another: {wrong[:2]}")
+    assert not problems, "\n".join(problems)
