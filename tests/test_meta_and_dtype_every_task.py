@@ -224,7 +224,7 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     index = clipped_relative_positions(q.shape[-2], k.shape[-2], max_relative_position)  # on the CPU
     return scale * (q @ k.transpose(-2, -1) + torch.einsum("bhqd,qkd->bhqk", q, rel_k.to(q.dtype)[index]))
-''', "meta"),
+''', "asked for its table on cpu (device=None), not on the device of q, k and rel_k: pass device=q.device"),
     "scaled_positions": ('''
 def scaled_positions(positions, *, factor):
     if not (math.isfinite(factor) and factor > 0):

@@ -33,9 +33,11 @@ def relative_positions_on_meta(length_q, length_k, max_relative_position, *, dev
     """Stand-in for clipped_relative_positions in shaw_scores' meta case (q, k and rel_k on the meta device): the
     scrambled table, asked for on the inputs' device. An index asked for on the CPU is refused: torch would index
     the meta (or a GPU's) rel_k with it all the same, copying the table there at every call."""
-    if torch.device("cpu" if device is None else device).type != "meta":
-        raise RuntimeError(f"clipped_relative_positions was asked for its table on the CPU (device={device}) while "
-                           "q, k and rel_k are on the meta device: pass device=q.device")
+    asked = torch.device("cpu" if device is None else device)
+    if asked.type != "meta":
+        # No word "meta" in it: the device check would add what an error of the meta device itself means.
+        raise RuntimeError(f"clipped_relative_positions was asked for its table on {asked} (device={device}), not "
+                           "on the device of q, k and rel_k: pass device=q.device")
     return scrambled_relative_positions(length_q, length_k, max_relative_position, device=device, key=key)
 
 
