@@ -92,8 +92,10 @@ def _case(test, positions, head_dim, base=None, dtype=None, scored=True, base_by
 def _meta_case(test, shape, head_dim):
     """Positions on the meta device (no values, no GPU needed): cos and sin must be made there, of shape
     positions.shape + (dh/2,) and float32; speeds or angles built on the CPU meet the meta positions and fail. By
-    keyword: a meta tensor has no values for tools that read positional ones."""
-    kwargs = {"positions": torch.empty(shape, dtype=torch.long, device="meta"), "head_dim": head_dim}
+    keyword: a meta tensor has no values for tools that read positional ones. Float positions (scaled_positions'):
+    a table of angles looked up by whole positions may read them (int(positions.max()), a wait on a GPU, not a
+    mistake), and such a function computes float positions' angles directly."""
+    kwargs = {"positions": torch.empty(shape, dtype=torch.float32, device="meta"), "head_dim": head_dim}
     label = call_label(NAME, [], kwargs) + " on the meta device"
     expected = torch.stack(ref.rotary_angles(**kwargs))  # (2, ..., dh/2): the pair as the grader reads it
     return Case(test, label, call_probe(NAME, [], kwargs, view="pair"),
