@@ -231,7 +231,8 @@ def shaw_scores(q, k, rel_k, max_relative_position, *, scale=None):
     # timed with it): a corner with every kind of entry in it (distances -(k+1) .. k+1) tells the two apart.
     corner = clipped_relative_positions(min(length_q, m + 2), min(length_k, m + 2), m, device=q.device)  # (k+2, k+2)
     distance = torch.arange(corner.shape[1], device=q.device) - torch.arange(corner.shape[0], device=q.device)[:, None]
-    is_clip = torch.equal(corner, distance.clamp(-m, m) + m)
+    # A meta tensor (no values, as a GPU's cannot be read without a wait) takes the general route: nothing to compare.
+    is_clip = q.device.type != "meta" and torch.equal(corner, distance.clamp(-m, m) + m)
     batch = torch.broadcast_tensors(q[..., :0, :0], k[..., :0, :0])[0].shape[:-2]  # (B, H), as q @ k^T broadcasts them
     n = math.prod(batch)  # B * H score matrices
     q3 = q.expand(*batch, length_q, head_dim).reshape(n, length_q, head_dim)  # (B*H, Lq, dh)

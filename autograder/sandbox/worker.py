@@ -310,7 +310,7 @@ def _call(namespace, call, chunks, unit=None):
 
 
 def _run_module_probe(namespace, probe, chunks):
-    """Build the student's nn.Module, optionally load a weight, run forward and backward."""
+    """Build the student's nn.Module, optionally move it to a device and load a weight, run forward and backward."""
     cls = namespace.get(probe["name"])
     if cls is None:
         return {"missing": probe["name"]}
@@ -331,6 +331,8 @@ def _run_module_probe(namespace, probe, chunks):
     if probe.get("x") is None:
         return out
     try:
+        if probe.get("device") is not None:  # moved as a model is (model.to("cuda")): the meta case, no GPU needed
+            module.to(_decode_argument(probe["device"]))
         if probe.get("weight") is not None:
             with torch.no_grad():
                 module.weight.copy_(probe["weight"])

@@ -29,7 +29,20 @@ def scrambled_buckets(relative_position, bidirectional=True, num_buckets=32, max
     return (relative_position.long() * a + b * int(bool(bidirectional)) + c * mixed) % num_buckets
 
 
-STAND_INS = {"scrambled_relative_positions": scrambled_relative_positions, "scrambled_buckets": scrambled_buckets}
+def relative_positions_on_meta(length_q, length_k, max_relative_position, *, device=None, key=(3, 5, 1)):
+    """Stand-in for clipped_relative_positions in shaw_scores' meta case (q, k and rel_k on the meta device): the
+    scrambled table, asked for on the inputs' device. An index asked for on the CPU is refused: torch would index
+    the meta (or a GPU's) rel_k with it all the same, copying the table there at every call."""
+    asked = torch.device("cpu" if device is None else device)
+    if asked.type != "meta":
+        # No word "meta" in it: the device check would add what an error of the meta device itself means.
+        raise RuntimeError(f"clipped_relative_positions was asked for its table on {asked} (device={device}), not "
+                           "on the device of q, k and rel_k: pass device=q.device")
+    return scrambled_relative_positions(length_q, length_k, max_relative_position, device=device, key=key)
+
+
+STAND_INS = {"scrambled_relative_positions": scrambled_relative_positions, "scrambled_buckets": scrambled_buckets,
+             "relative_positions_on_meta": relative_positions_on_meta}
 
 
 def timing_inputs(spec, draw):

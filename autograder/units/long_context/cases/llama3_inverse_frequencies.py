@@ -1,7 +1,13 @@
 """Hidden cases for ``llama3_inverse_frequencies``. Tolerance: the frequency tasks' (see
 cases/ntk_inverse_frequencies.py); the wavelengths are compared with the thresholds in float64 by the reference, and
-no case puts a wavelength within 1e-4 (relatively) of a threshold, so that a float32 formulation lands each pair on
-the same side.
+no contract case puts a wavelength within 1e-4 (relatively) of a threshold, so that a float32 formulation lands each
+pair on the same side.
+
+Two cases are drawn at the thresholds themselves (``_threshold_case``): the blend is continuous there (smooth is 0 at
+L / low_freq_factor and 1 at L / high_freq_factor), so which side of a threshold a pair lands on changes nothing
+at the threshold, and < for <= is no mistake (nor is a pair exactly at a threshold a case that tells anything). What
+changes the answer is a threshold moved: L // high_freq_factor (floor division) moves it down by up to 1, and the
+pairs whose wavelength lies in that gap change band. One case, drawn, puts a pair in the gap below each threshold.
 
 The contract (``CONTRACT``): every setting left out (Llama 3.1's) or given; which bands the pairs fall in (all
 three, or only some of them: a short or a long trained length); the factor whole or fractional.
@@ -22,6 +28,10 @@ HINTS = {
     ("settings", "settings passed"): "the arguments passed seem not to be used: look at each of factor, "
                                      "low_freq_factor, high_freq_factor and trained_length",
     ("bands", "the three bands"): "the blend between the thresholds goes wrong",
+    ("thresholds", "a wavelength between floor(L / f) and L / f"): "only a pair whose wavelength lies just below a "
+                                                                   "threshold goes wrong: the thresholds are "
+                                                                   "L / low_freq_factor and L / high_freq_factor, "
+                                                                   "true divisions (/), not floor divisions (//)",
 }
 
 
@@ -110,7 +120,12 @@ def _case(test, head_dim, settings=None, scored=True):
                                                                    changed["high_freq_factor"],
                                                                    changed["trained_length"])))
     bands, _ = _bands(head_dim, base, low, high, trained_length)
+    wavelength = 2 * math.pi / theta_of(head_dim, base)
+    gap = any(bool(((wavelength >= threshold // 1) & (wavelength < threshold)).any())
+              for threshold in (trained_length / high, trained_length / low))
     features = {"settings": "settings passed" if set(given) - {"factor"} else "the defaults",
+                "thresholds": "a wavelength between floor(L / f) and L / f" if gap else "no wavelength within 1 "
+                                                                                          "below a threshold",
                 "bands": bands,
                 "factor": "a whole factor" if float(factor).is_integer() else "a fractional factor"}
     return Case(test, label, call_probe(NAME, [head_dim], kwargs), frequency_check(label, expected, mistakes),
@@ -142,6 +157,35 @@ def _settings(rng, levels):
                 bool(set(settings) - {"factor"}) == (levels["settings"] == "settings passed")):
             return head_dim, settings
     raise ValueError(f"no llama3 settings found for {levels}")
+
+
+def _threshold_case(test, rng):
+    """A call whose thresholds L / high_freq_factor and L / low_freq_factor are drawn just above two pairs'
+    wavelengths (a fast pair and a slower one), each a fraction of the way up to the next whole number: then
+    floor(L / f) <= wavelength < L / f, and a threshold taken by floor division puts the pair in the other band."""
+    base = 500000.0
+    for _ in range(10_000):  # a head size with two such pairs (see below)
+        head_dim = 2 * rng.randint(8, 64)
+        wavelength = (2 * math.pi / theta_of(head_dim, base)).tolist()
+        inside = [i for i, w in enumerate(wavelength) if 8 < w < 400 and w % 1 < 0.7]
+        if any(wavelength[j] > 1.5 * wavelength[i] for i in inside for j in inside):
+            break
+    else:
+        raise ValueError("no head size found with two short wavelengths for the threshold case")
+    # Short wavelengths (8 to 400), each at least 0.3 below the next whole number: the gap a floor division opens
+    # is then a part in 10**4 or more of the wavelength, which moves the blend by more than the tolerance (1e-5). The
+    # slower pair's wavelength at least 1.5 times the faster's, for a blend of some width.
+    fast = rng.choice([i for i in inside if any(wavelength[j] > 1.5 * wavelength[i] for j in inside)])
+    slow = rng.choice([j for j in inside if wavelength[j] > 1.5 * wavelength[fast]])
+
+    def threshold(w):
+        return w + rng.uniform(0.5, 0.95) * (math.floor(w) + 1 - w)
+
+    short, long = threshold(wavelength[fast]), threshold(wavelength[slow])
+    trained_length = math.ceil(long * rng.uniform(1.5, 4.0))
+    settings = {"factor": float(rng.choice([2, 4, 8, 16])), "low_freq_factor": trained_length / long,
+                "high_freq_factor": trained_length / short, "trained_length": trained_length}
+    return _case(test, head_dim, settings)
 
 
 def _from_contract(levels, rng, generator):
@@ -181,4 +225,5 @@ def build(rng, generator):
         ([64], {"trained_length": 0}, " (a trained length of 0)"),
         ([64], {"base": 1.0}, " (a base of 1)"),
     ])
-    return cases
+    # Drawn last, so that the cases above keep their settings.
+    return cases + [_threshold_case(test, rng)]

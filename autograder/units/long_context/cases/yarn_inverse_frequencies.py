@@ -5,6 +5,10 @@ float64 from the same formula, and a float32 formulation of the ramp moves an en
 The contract (``CONTRACT``): truncate left out, True or False; the betas left out or given; bounds that fall inside
 the pairs, meet, or are clamped at 0 or dh - 1 (a short trained length, a large one); the factor whole or
 fractional; the base left out or given.
+
+One case is drawn at the rounded bounds (``_rounding_case``): low just below a whole number and high just above one,
+where round() goes the other way from floor(low) and ceil(high) (and ceil(low), floor(high) move each bound by one).
+Every case says whether round() would move a bound (its "rounding" feature), so that a slip there is told by it.
 """
 
 import math
@@ -24,6 +28,10 @@ HINTS = {
     ("meeting", "bounds that meet"): "where low == high, high moves up by 0.001: the ramp is then a step at low",
     ("betas", "betas passed"): "the beta arguments seem not to be used",
     ("base", "base passed"): "the base argument seems not to reach the frequencies or the bounds",
+    ("rounding", "a bound that round() moves the other way"): "only where low lies just below a whole number or high "
+                                                              "just above one does it go wrong: truncate rounds "
+                                                              "outwards, floor(low) and ceil(high), never to the "
+                                                              "nearest",
 }
 
 
@@ -118,7 +126,11 @@ def _case(test, head_dim, factor, trained_length, base=None, betas=None, truncat
         mistakes.append(Mistake("the base passed is ignored: the default 10000 is used.",
                                 lambda: yarn(head_dim, 10000.0, factor, trained_length, fast, slow, cut)))
     raw_low, raw_high = _bounds(head_dim, used_base, trained_length, fast, slow, cut)
+    exact_low, exact_high = _bounds(head_dim, used_base, trained_length, fast, slow, False)
+    nearest = max(round(exact_low), 0), min(round(exact_high), head_dim - 1)
     features = {
+        "rounding": ("bounds not rounded" if not cut else "a bound that round() moves the other way"
+                     if nearest != (low, high) else "bounds that round() moves as floor and ceil do"),
         "truncate": {None: "truncate left out", True: "truncate=True", False: "truncate=False"}[truncate],
         "betas": "the default betas" if betas is None else "betas passed",
         "bounds": "bounds clamped" if raw_low < 0 or raw_high > head_dim - 1 else "bounds inside",
@@ -128,6 +140,18 @@ def _case(test, head_dim, factor, trained_length, base=None, betas=None, truncat
     return Case(test, label, call_probe(NAME, [head_dim], kwargs),
                 frequency_check(label, expected, mistakes), features=features,
                 sizes={"head_dim": head_dim, "dh/2": head_dim // 2, "L": trained_length}, scored=scored)
+
+
+def _rounding_case(test, rng):
+    """A call whose bounds are drawn near whole numbers, inside the pairs: the fractional low a little below one
+    (floor and round part), the fractional high a little above one (ceil and round part)."""
+    for _ in range(10_000):
+        head_dim, trained_length = 2 * rng.randint(16, 64), rng.randint(1024, 65536)
+        base = float(round(math.exp(rng.uniform(math.log(5000), math.log(10 ** 6)))))
+        low, high = _bounds(head_dim, base, trained_length, 32.0, 1.0, False)
+        if 1 < low and high < head_dim // 2 - 1 and 0.6 < low % 1 < 0.95 and 0.05 < high % 1 < 0.4:
+            return _case(test, head_dim, float(rng.choice([2, 4, 8, 16])), trained_length, base=base)
+    raise ValueError("no YaRN settings found with bounds near whole numbers")
 
 
 def _from_contract(levels, rng, generator):
@@ -193,4 +217,4 @@ def build(rng, generator):
         ([64], good | {"beta_fast": math.inf}, " (an infinite beta)"),
         ([64], good | {"base": 1.0}, " (a base of 1: ln(base) = 0)"),
     ])
-    return cases
+    return cases + [_rounding_case(values, rng)]  # drawn last, so that the cases above keep their settings

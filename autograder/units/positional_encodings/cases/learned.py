@@ -16,14 +16,16 @@ Left out of the contract, and why:
   x's dtype keeps half precision. Both are defensible, so no dtype tells them apart from
   a mistake. float64 x has one answer (every correct form keeps float64): it is a level.
 * mode by keyword: the module probe builds the module with positional arguments only.
-* the device: the module has no device argument and its weight is made on the CPU, so
-  the reference itself cannot run on meta inputs (x on meta against a CPU weight).
+* the device: the module has no device argument and its weight is made on the CPU. It is
+  moved as a model is, module.to("meta") (the module probe's "device"), and then given x on
+  the meta device (``_meta_case``): the output must be made there, which no GPU is needed to
+  see; a tensor built on the CPU in forward (a zeros, a table) meets them and fails.
 """
 
 import torch
 
-from autograder.core.cases import (Case, Mistake, Verdict, failure_of, likely, raises_check, returned_value,
-                                   tensor_check)
+from autograder.core.cases import (Case, Mistake, Verdict, device_arg, device_check, failure_of, likely, raises_check,
+                                   returned_value, tensor_check)
 from autograder.core.compare import mismatch
 from autograder.core.contracts import Contract, Factor, contract_cases, dtype_of
 
@@ -153,6 +155,19 @@ def _concat_case(batch, length, max_len, d, d_model, weight, x):
                        "d + d_model": d + d_model})
 
 
+def _meta_case(test, batch, length, max_len, d_model, mode):
+    """The module moved to the meta device, then called on x there: the output must be made there too, of x's
+    shape (with d_model more features in concat) and float32. No weight is loaded: a meta tensor holds no values."""
+    init = (max_len, d_model, mode)
+    x = torch.empty(batch, length, d_model, device="meta")
+    label = f"{_label(init)}.to('meta')(x of shape {tuple(x.shape)} on the meta device)"
+    width = d_model * (2 if mode == "concat" else 1)
+    check = device_check(label, "meta", (batch, length, width), torch.float32, inputs=("x",))
+    return Case(test, label, {**_module_probe(init, x), "device": device_arg("meta")},
+                lambda outcome: check(_stage(outcome, "forward")),
+                sizes={"B": batch, "L": length, "max_len": max_len, "d_model": d_model})
+
+
 # The contract: what the docstring lets vary, each level sent by some case of the test of its mode (learned_add or
 # learned_concat), every pair of levels together in one (autograder/core/contracts.py).
 def _from_contract(levels, rng, generator):
@@ -266,4 +281,5 @@ def build(rng, generator):
 
         cases.append(Case("learned_gradients", label, _module_probe(init, x, weight, grad_out), grad_check))
     # Drawn after the hand-written cases, so that theirs stay as they were.
-    return cases + contract_cases(CONTRACT, rng, generator)
+    return cases + contract_cases(CONTRACT, rng, generator) + [
+        _meta_case("learned_add", 2, 5, 9, 4, "add"), _meta_case("learned_concat", 2, 5, 9, 4, "concat")]

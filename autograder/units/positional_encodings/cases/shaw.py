@@ -11,8 +11,8 @@ import math
 
 import torch
 
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
-                                     tensor_check)
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, score_factors,
+                                   size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
                                        lengths_of)
 from autograder.units.positional_encodings.cases.relative_positions import distances
@@ -69,13 +69,17 @@ def _half_tolerance(q, key, rel_k, index, used, dtype):
 
 
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=None, dtype=torch.float32,
-          scored=True, k_by_keyword=False):
-    def randn(*shape):
+          scored=True, k_by_keyword=False, rel_k_dtype=None):
+    """A call with q and k of ``dtype``; rel_k of ``rel_k_dtype`` where given (the scores keep q's dtype: the
+    docstring's "same dtype as q"), otherwise of ``dtype`` too."""
+    def randn(*shape, dtype=dtype):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
-    q, key, rel_k = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim), randn(2 * k + 1, head_dim)
+    q, key = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim)
+    sent_rel_k = randn(2 * k + 1, head_dim, dtype=rel_k_dtype or dtype)
+    rel_k = sent_rel_k.to(dtype)  # what the scores are made of, in q's dtype
     kwargs = {} if scale is None else {"scale": scale}
-    args = [q, key, rel_k]
+    args = [q, key, sent_rel_k]
     if k_by_keyword:
         kwargs = {"max_relative_position": k, **kwargs}
     else:
@@ -84,7 +88,7 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
     if dtype in HALF:  # the exact scores of the half inputs, rounded once
         expected = ref.shaw_scores(q.double(), key.double(), rel_k.double(), k, scale=scale).to(dtype)
     else:
-        expected = ref.shaw_scores(q, key, rel_k, k, scale=scale)
+        expected = ref.shaw_scores(q, key, sent_rel_k, k, scale=scale)
     used = 1 / math.sqrt(head_dim) if scale is None else scale
     default = 1 / math.sqrt(head_dim)
     index = ref.clipped_relative_positions(length_q, length_k, k)
@@ -168,6 +172,22 @@ CONTRACT = Contract(NAME, (
 ), _from_contract)
 
 
+def _meta_case(test, batch, heads, length_q, length_k, head_dim, k):
+    """q, k and rel_k on the meta device (no values, no GPU needed), by keyword, the helper the stand-in: the scores
+    must be made there, (B, H, Lq, Lk) in q's dtype. The stand-in refuses to build its index anywhere but on the
+    meta device (job.relative_positions_on_meta): the helper called without device=q.device fails, as an index on
+    the CPU would be copied to a GPU's inputs at every call."""
+    kwargs = {"q": torch.empty(batch, heads, length_q, head_dim, device="meta"),
+              "k": torch.empty(batch, heads, length_k, head_dim, device="meta"),
+              "rel_k": torch.empty(2 * k + 1, head_dim, device="meta"), "max_relative_position": k}
+    label = call_label(NAME, [], kwargs) + " on the meta device"
+    substitute = {"name": "clipped_relative_positions", "stand_in": "relative_positions_on_meta", "key": [3, 5, 1]}
+    expected = ref.shaw_scores(**kwargs)
+    return Case(test, label, call_probe(NAME, [], kwargs, substitute=substitute),
+                device_check(label, "meta", expected.shape, expected.dtype, inputs=("q", "k", "rel_k")),
+                sizes={"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim, "k": k})
+
+
 def build(rng, generator):
     return contract_cases(CONTRACT, rng, generator) + [
         _case("shaw_values", generator, 2, 3, 7, 7, 8, 2),
@@ -185,4 +205,7 @@ def build(rng, generator):
         _case("shaw_values", generator, 1, 1, 4, 4, 4, 5, scored=False),
         _case("shaw_values", generator, 1, 1, 3, 5, 4, 6, scored=False),
         _case("shaw_values", generator, 2, 3, 4, 4, 4, 5, scored=False),
+        # Drawn last, so that the cases above keep their inputs: the device, and rel_k in another dtype than q's.
+        _meta_case("shaw_edge_cases", 2, 3, 5, 7, 8, 2),
+        _case("shaw_edge_cases", generator, 2, 2, 6, 8, 8, 2, dtype=torch.float64, rel_k_dtype=torch.float32),
     ]

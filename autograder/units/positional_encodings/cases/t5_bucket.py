@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, device_check, raises_check, tensor_check
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import positional_encodings as ref
 
@@ -212,6 +212,17 @@ CONTRACT = Contract(NAME, (
 ), _from_contract)
 
 
+def _meta_case(test, shape):
+    """Distances on the meta device (no values, no GPU needed): the buckets must be made there, int64, of their
+    shape; a table or a constant tensor made on the CPU meets them and fails. By keyword: a meta tensor has no values
+    for tools that read positional ones."""
+    kwargs = {"relative_position": torch.empty(shape, dtype=torch.long, device="meta")}
+    label = call_label(NAME, [], kwargs) + " on the meta device"
+    expected = ref.t5_relative_position_bucket(**kwargs)
+    return Case(test, label, call_probe(NAME, [], kwargs),
+                device_check(label, "meta", expected.shape, expected.dtype, inputs=("relative_position",)))
+
+
 def build(rng, generator):
     line = torch.arange(-2000, 2001)
     grid = torch.arange(300)[None, :] - torch.arange(300)[:, None]  # key - query, (300, 300)
@@ -244,4 +255,4 @@ def build(rng, generator):
         label = call_label(NAME, [line], kwargs)
         cases.append(Case("t5_bucket_invalid_args", label, call_probe(NAME, [line], kwargs),
                           raises_check(label, "ValueError", why)))
-    return cases + contract_cases(CONTRACT, rng, generator)
+    return cases + contract_cases(CONTRACT, rng, generator) + [_meta_case("t5_bucket_bidirectional", (6, 9))]

@@ -7,7 +7,8 @@ the position: 1e-5 + 2e-7 * |t| (at t = 10^5 that is 0.02, still far below what 
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, dtype_arg, raises_check, tensor_check
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, dtype_arg, raises_check,
+                                   tensor_check)
 from autograder.core.contracts import Contract, FLOAT_DTYPES, Factor, contract_cases, dtype_of
 from solutions import rotary_alibi as ref
 
@@ -88,6 +89,20 @@ def _case(test, positions, head_dim, base=None, dtype=None, scored=True, base_by
                 sizes={"head_dim": head_dim, "head_dim // 2": head_dim // 2}, scored=scored)
 
 
+def _meta_case(test, shape, head_dim):
+    """Positions on the meta device (no values, no GPU needed): cos and sin must be made there, of shape
+    positions.shape + (dh/2,) and float32; speeds or angles built on the CPU meet the meta positions and fail. By
+    keyword: a meta tensor has no values for tools that read positional ones. Float positions (scaled_positions'):
+    a table of angles looked up by whole positions may read them (int(positions.max()), a wait on a GPU, not a
+    mistake), and such a function computes float positions' angles directly."""
+    kwargs = {"positions": torch.empty(shape, dtype=torch.float32, device="meta"), "head_dim": head_dim}
+    label = call_label(NAME, [], kwargs) + " on the meta device"
+    expected = torch.stack(ref.rotary_angles(**kwargs))  # (2, ..., dh/2): the pair as the grader reads it
+    return Case(test, label, call_probe(NAME, [], kwargs, view="pair"),
+                device_check(label + " as (cos, sin), stacked", "meta", expected.shape, expected.dtype,
+                             inputs=("positions",)), sizes={"head_dim": head_dim, "head_dim // 2": head_dim // 2})
+
+
 def _from_contract(levels, rng, generator):
     """A call of rotary_angles_edge_cases at one row of the contract's design."""
     shape = {"a scalar": (), "a line": (rng.randint(5, 60),), "a grid": (rng.randint(2, 5), rng.randint(3, 9))}[
@@ -138,4 +153,4 @@ def build(rng, generator):
         label = call_label(NAME, [torch.arange(4), head_dim])
         cases.append(Case("rotary_angles_invalid_args", label, call_probe(NAME, [torch.arange(4), head_dim]),
                           raises_check(label, "ValueError", why)))
-    return cases
+    return cases + [_meta_case("rotary_angles_edge_cases", (2, 7), 8)]

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, device_check, raises_check, tensor_check
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
@@ -78,6 +78,17 @@ CONTRACT = Contract(NAME, (
 ), _from_contract)
 
 
+def _meta_case(test, shape):
+    """Positions on the meta device (no values, no GPU needed): the result must be made there, of their shape and
+    float32; a division that goes through the CPU (.cpu(), .numpy(), .tolist()) fails, as it would copy a GPU's
+    positions to the CPU and back. By keyword: a meta tensor has no values for tools that read positional ones."""
+    kwargs = {"positions": torch.empty(shape, dtype=torch.long, device="meta"), "factor": 4.0}
+    label = call_label(NAME, [], kwargs) + " on the meta device"
+    expected = ref.scaled_positions(**kwargs)
+    return Case(test, label, call_probe(NAME, [], kwargs),
+                device_check(label, "meta", expected.shape, expected.dtype, inputs=("positions",)))
+
+
 def build(rng, generator):
     cases = [
         _case("scaled_positions_values", torch.arange(10), 4.0),
@@ -100,4 +111,4 @@ def build(rng, generator):
         cases.append(Case("scaled_positions_invalid_args", label,
                           call_probe(NAME, [torch.arange(4)], {"factor": factor}),
                           raises_check(label, "ValueError", " (the factor must be a positive, finite number)")))
-    return cases
+    return cases + [_meta_case("scaled_positions_values", (3, 5))]
