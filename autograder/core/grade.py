@@ -605,9 +605,13 @@ class Grader:
         """``scored`` with the error model's names (core/mutants.py) in each failing test that names no mistake: the
         mutants of the task's reference whose outcome is the student's on every case of the task. A declared
         mistake, where one is named, stays the name; the points are the same either way."""
-        unnamed = [test for test in scored if not test.passed and test.kind in (voice.WRONG, voice.RAISED)
-                   and not test.diagnosis.mistakes]
-        if not unnamed:
+        # NotImplementedError is the stub's, unless the task's other calls ran: torch raises it too (copying out
+        # of a meta tensor).
+        stub = all("NotImplementedError" in ((_error_in(outcome) or {}).get("mro") or ())
+                   for outcome in results.values() if isinstance(outcome, dict))
+        kinds = (voice.WRONG, voice.RAISED) + (() if stub else (voice.NOT_IMPLEMENTED,))
+        unnamed = [test for test in scored if not test.passed and test.kind in kinds and not test.diagnosis.mistakes]
+        if not unnamed or self.model is None:  # None: a grader made without the model (benchmarks/error_model.py)
             return scored
         try:
             words = self.model.explain(seed, task, cases, _named_as_probed(results, cases))

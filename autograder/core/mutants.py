@@ -22,6 +22,7 @@ docstring states, never a hidden input. The core names no unit: everything here 
 """
 
 import ast
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -36,6 +37,7 @@ import torch
 
 from autograder.core.cases import returned_value
 from autograder.core.compare import mismatch
+from autograder.core.loop_check import _PARSING
 from autograder.intake.load import Submission
 
 PREFIX = "_mutant_"  # the name a mutant is defined under in its job: PREFIX + number + "_" + the function's name
@@ -76,6 +78,7 @@ _NEIGHBOUR_CALLS = {
 }
 _DTYPES = {"float64": "float32", "float32": "float64", "long": "int32", "int64": "int32", "int32": "int64"}
 _CASTS = ("to", "float", "double", "long", "int", "type")
+_READS = ("shape", "size", "dtype", "device", "ndim", "dim")
 _IN_PLACE = {ast.Add: "add_", ast.Sub: "sub_", ast.Mult: "mul_", ast.Div: "div_"}
 _STEPS = ("unsqueeze", "squeeze", "clamp", "clamp_min", "clamp_max", "transpose", "permute", "contiguous", "flip",
           "abs", "neg", "expand", "expand_as", "reshape", "view", "flatten", "sum", "mean", "round", "floor", "ceil",
@@ -346,23 +349,26 @@ class _Walk:
     def __init__(self):
         self.nodes = []
 
-    def visit(self, node, parent_call=None, around=None):
+    def visit(self, node, parent_call=None, around=None, statement=None):
         if _skipped(node) or isinstance(node, (ast.arg, ast.arguments)) or getattr(node, "_no_edit", False):
             return
         if isinstance(node, ast.Raise):
-            self.nodes.append((node, None, node))  # what is raised, and its message: edited as a whole
+            self.nodes.append((node, None, node, node))  # what is raised, and its message: edited as a whole
             return
+        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.If, ast.For, ast.While,
+                                                                ast.With, ast.Try)):
+            statement = node  # a simple statement: the context of a name or number directly in it
         leaf = isinstance(node, (ast.Constant, ast.Name, ast.Attribute, ast.UnaryOp))
-        shown = around if leaf and around is not None else node
-        self.nodes.append((node, parent_call, shown))
+        shown = (around if around is not None else statement if statement is not None else node) if leaf else node
+        self.nodes.append((node, parent_call, shown, statement))
         within = node if isinstance(node, ast.expr) and not leaf else around if leaf else None
         if isinstance(node, ast.Call):
             name = _call_name(node)
-            self.visit(node.func, None, within)
+            self.visit(node.func, None, within, statement)
             for arg in node.args:
-                self.visit(arg, (name, None), within)
+                self.visit(arg, (name, None), within, statement)
             for keyword in node.keywords:
-                self.visit(keyword.value, (name, keyword.arg), within)
+                self.visit(keyword.value, (name, keyword.arg), within, statement)
             return
         if isinstance(node, ast.UnaryOp) and _is_number(node.operand):
             return  # -1 is one number: its neighbours are its edits
@@ -370,31 +376,19 @@ class _Walk:
             for operand in (node.left, node.right):
                 if isinstance(operand, ast.Name):
                     operand._in_arithmetic = True
+        if isinstance(node, ast.Attribute) and node.attr in _READS and isinstance(node.value, ast.Name):
+            # Another tensor's size is often the same size on every case (bias's last axis is Lk, as k's is): an
+            # edit there would name a variable the student never used.
+            node.value._no_edit = True
         if isinstance(node, ast.Subscript):
-            self.visit(node.value, None, within)
-            self.visit(node.slice, ("[]", None), within)
+            self.visit(node.value, None, within, statement)
+            self.visit(node.slice, ("[]", None), within, statement)
             return
         if isinstance(node, ast.FunctionDef):
             for decorator in node.decorator_list:
                 decorator._no_edit = True
         for child in ast.iter_child_nodes(node):
-            self.visit(child, None, within)
-
-
-def _replace(tree, target, new, *more):
-    """``tree`` with ``target`` (a node of it) replaced by ``new``, and each further (target, new) pair of ``more``
-    too, as a new tree (``tree`` is left as it is)."""
-    memo = {}
-    copied = copy.deepcopy(tree, memo)
-    swaps = {id(memo[id(old)]): replacement for old, replacement in ((target, new),) + more}
-
-    class Swap(ast.NodeTransformer):
-        def generic_visit(self, node):
-            if id(node) in swaps:
-                return swaps[id(node)]
-            return super().generic_visit(node)
-
-    return ast.fix_missing_locations(Swap().visit(copied))
+            self.visit(child, None, within, statement)
 
 
 def _within(inner, outer):
@@ -402,17 +396,16 @@ def _within(inner, outer):
 
 
 def _definitions(source):
-    """{name: node} of the module-level functions and classes of ``source``."""
-    return {node.name: node for node in ast.parse(source).body
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-
-
-def _renamed(node, new_name):
-    node = copy.deepcopy(node)
-    old = node.name
-    node.name = new_name
-    # A class that names itself (super(Name, self)) is left alone: the references use super() bare.
-    return node, old
+    """{name: node} of the module-level functions and classes of ``source`` (parsed one at a time: ast.parse is
+    not safe beside another thread's, see loop_check._PARSING)."""
+    with _PARSING:
+        tree = ast.parse(source)
+    found = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    for definition in found.values():  # docstrings dropped: a mutant's text is read by nobody, and made thousands of times
+        for node in ast.walk(definition):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node) is not None:
+                node.body = node.body[1:] or [ast.Pass()]
+    return found
 
 
 def _detach_edits(definition):
@@ -430,6 +423,9 @@ def _detach_edits(definition):
     return found
 
 
+_SWAPPING = threading.Lock()  # an edit is made in the reference's tree and read there: one at a time
+
+
 @functools.lru_cache(maxsize=None)
 def _mutants_cached(source, task, functions):
     definitions = _definitions(source)
@@ -438,67 +434,183 @@ def _mutants_cached(source, task, functions):
         definition = definitions.get(function)
         if definition is None:
             continue
-        functions_in = [definition] if isinstance(definition, ast.FunctionDef) else [
+        parents = _parents(definition)
+        _PARENTS[id(definition)] = (definition, parents)
+        # Each function (a class's: each method) is walked with its own arguments: an edit puts one of them, or
+        # its default, where another is used.
+        scopes = [definition] if isinstance(definition, ast.FunctionDef) else [
             inner for inner in definition.body if isinstance(inner, ast.FunctionDef)]
-        parameters = {arg.arg for item in functions_in for arg in item.args.args + item.args.kwonlyargs
-                      if arg.arg != "self"}
-        defaults = {}
-        for item in functions_in:
-            positional = item.args.args[len(item.args.args) - len(item.args.defaults):]
-            defaults.update({arg.arg: value for arg, value in zip(positional, item.args.defaults)})
-            defaults.update({arg.arg: value for arg, value in zip(item.args.kwonlyargs, item.args.kw_defaults)
+        walked = []
+        for scope in scopes:
+            parameters = {arg.arg for arg in scope.args.args + scope.args.kwonlyargs if arg.arg != "self"}
+            positional = scope.args.args[len(scope.args.args) - len(scope.args.defaults):]
+            defaults = dict(zip((arg.arg for arg in positional), scope.args.defaults))
+            defaults.update({arg.arg: value for arg, value in zip(scope.args.kwonlyargs, scope.args.kw_defaults)
                              if value is not None})
-        # The arguments that are tensors: those whose dtype, device or shape the function reads.
-        tensors = sorted({node.value.id for node in ast.walk(definition) if isinstance(node, ast.Attribute)
-                          and isinstance(node.value, ast.Name) and node.value.id in parameters
-                          and node.attr in ("dtype", "device", "shape", "dim", "size", "ndim")})
-        walk = _Walk()
-        for child in definition.body:
-            walk.visit(child)
-        for index, (node, parent_call, shown) in enumerate(walk.nodes):
+            # The arguments that are tensors: those whose dtype, device or shape the function reads.
+            tensors = sorted({node.value.id for node in ast.walk(scope) if isinstance(node, ast.Attribute)
+                              and isinstance(node.value, ast.Name) and node.value.id in parameters
+                              and node.attr in ("dtype", "device", "shape", "dim", "size", "ndim")})
+            walk = _Walk()
+            for child in scope.body:
+                walk.visit(child)
+            walked += [(node, parent_call, shown, statement, parameters, defaults, tensors)
+                       for node, parent_call, shown, statement in walk.nodes]
+        statement_of = _prepare_texts(definition)
+        first_of_function = len(mutants)
+        for index, (node, parent_call, shown, statement, parameters, defaults, tensors) in enumerate(walked):
             edits = _edits(node, parent_call, parameters, defaults, tensors) + _statement_edits(node, tensors)
             for number, (new, words) in enumerate(edits):
-                edited = _replace(definition, node, new)
-                said = _said(shown, new if shown is node else _replace(shown, node, new), words, node, new)
-                mutants.append((function, edited, said, (function, index, number), (definition, node, new)))
-        docstring = ast.get_docstring(definition) is not None
+                old_shown = _text(shown, 1000)
+                with _swapped(parents, [(node, new)]):
+                    new_shown = _text(new if shown is node else shown, 1000)
+                    text = _text_as(definition, f"{PREFIX}{len(mutants)}_{function}", {statement_of[id(node)]})
+                said = _said(node, new, words, old_shown, new_shown)
+                mutants.append((function, text, said, (function, index, number), (definition, node, new), statement))
+        _told_apart(mutants, first_of_function)
         for number, (inner, statement, words) in enumerate(_detach_edits(definition)):
             edited = copy.deepcopy(definition)
             target = edited if inner is definition else next(
                 item for item in edited.body if isinstance(item, ast.FunctionDef) and item.name == inner.name)
-            target.body.insert(1 if docstring and target is edited else 0, statement)
-            mutants.append((function, ast.fix_missing_locations(edited), words, (function, "detach", number), None))
+            target.body.insert(0, statement)
+            text = _text_as(ast.fix_missing_locations(edited), f"{PREFIX}{len(mutants)}_{function}")
+            mutants.append((function, text, words, (function, "detach", number), None, None))
     built = []
-    for number, (function, edited, words, site, edit) in enumerate(mutants):
-        defined_as = f"{PREFIX}{number}_{function}"
-        node, _ = _renamed(edited, defined_as)
+    for number, (function, text, words, site, edit, _) in enumerate(mutants):
         try:
-            text = ast.unparse(node)
             compile(text, "<mutant>", "exec")
         except Exception:
             continue
-        built.append(Mutant(number, task, function, defined_as, text, words, site))
+        built.append(Mutant(number, task, function, f"{PREFIX}{number}_{function}", text, words, site))
         if edit is not None:
             _EDITS[(task, function, number)] = edit
     return tuple(built)
 
 
+def _told_apart(mutants, start):
+    """The words of edits of one function that read alike (``length_q - 2`` for ``length_q - 1``, where that
+    expression is in two statements) told apart: by the statement each is in, then by its place among them."""
+    groups = {}
+    for index in range(start, len(mutants)):
+        groups.setdefault(mutants[index][2], []).append(index)
+    for words, indices in groups.items():
+        if len(indices) < 2:
+            continue
+        for index in indices:
+            statement = mutants[index][5]
+            where = f" in `{_clip(_text(statement, 1000).splitlines()[0], 80)}`" if statement is not None else ""
+            mutants[index] = mutants[index][:2] + (words + where,) + mutants[index][3:]
+        again = {}
+        for index in indices:
+            again.setdefault(mutants[index][2], []).append(index)
+        for said, alike in again.items():
+            if len(alike) > 1:
+                for place, index in enumerate(alike, start=1):
+                    mutants[index] = mutants[index][:2] + (f"{said} (the {_ORDINALS.get(place, f'{place}th')} "
+                                                           "place it is)",) + mutants[index][3:]
+
+
+_ORDINALS = {1: "first", 2: "second", 3: "third"}
+
+
+def _parents(tree):
+    """{id(node): (its parent, the field that holds it, its index in that field's list or None)}."""
+    found = {}
+    for parent in ast.walk(tree):
+        for name, value in ast.iter_fields(parent):
+            if isinstance(value, ast.AST):
+                found[id(value)] = (parent, name, None)
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    if isinstance(item, ast.AST):
+                        found[id(item)] = (parent, name, index)
+    return found
+
+
+@contextlib.contextmanager
+def _swapped(parents, swaps):
+    """The tree with each (old, new) of ``swaps`` in place, put back as it was on leaving: an edit made and read
+    without copying the whole definition."""
+    done = []
+    try:
+        for old, new in swaps:
+            parent, name, index = parents[id(old)]
+            if index is None:
+                setattr(parent, name, new)
+            else:
+                getattr(parent, name)[index] = new
+            done.append((parent, name, index, old))
+        yield
+    finally:
+        for parent, name, index, old in reversed(done):
+            if index is None:
+                setattr(parent, name, old)
+            else:
+                getattr(parent, name)[index] = old
+
+
+def _text_as(definition, name, changed=None):
+    """The source of ``definition`` defined under ``name``. ``changed``: the indices of its body's statements that
+    an edit in place touches; the others' text is the one made once (``_TEXTS``): a long function is not written
+    out whole for each of its hundreds of edits."""
+    kept = definition.name
+    definition.name = name
+    try:
+        if changed is None or id(definition) not in _TEXTS:
+            return ast.unparse(definition)
+        head, texts = _TEXTS[id(definition)]
+        body = [_indented(ast.unparse(statement)) if index in changed else texts[index]
+                for index, statement in enumerate(definition.body)]
+        return head.replace(_HEAD_NAME, name, 1) + "\n" + "\n".join(body)
+    except Exception:
+        return ""
+    finally:
+        definition.name = kept
+
+
+_HEAD_NAME = "_a_definition_s_name_"
+_TEXTS = {}  # id(definition) -> (its first line with _HEAD_NAME for its name, each body statement's text)
+
+
+def _indented(text):
+    return "\n".join("    " + line if line else line for line in text.splitlines())
+
+
+def _prepare_texts(definition):
+    """The text of each statement of ``definition``'s body, made once, and which statement each node is in."""
+    body, kept_name = definition.body, definition.name
+    definition.body, definition.name = [ast.Pass()], _HEAD_NAME
+    try:
+        head = ast.unparse(definition).rsplit("\n", 1)[0]
+    finally:
+        definition.body, definition.name = body, kept_name
+    _TEXTS[id(definition)] = (head, [_indented(ast.unparse(statement)) for statement in body])
+    return {id(node): index for index, statement in enumerate(body) for node in ast.walk(statement)}
+
+
+_PARENTS = {}  # id(definition) -> (the definition, its _parents): for pairs
 _EDITS = {}  # (task, mutant number) -> (the definition, the node edited, what it became): for pairs
 
 
-def _said(node, new, words, edited=None, replaced=None):
+def _said(node, new, words, old_shown, new_shown):
+    """The words for an edit: "`new` where the reference has `old` (what the edit is)", shown in the expression
+    around the edited node (``old_shown``, ``new_shown``), or the node alone where that is too long to read."""
     if isinstance(node, ast.stmt) or isinstance(new, ast.Pass):
         return words
-    if len(_text(node, 1000)) > 100 and edited is not None and not isinstance(edited, ast.Constant):
-        node, new = edited, replaced  # the expression around it is too long to read: the edit itself
-    old_text, new_text = _text(node), _text(new)
-    return f"`{new_text}` where the reference has `{old_text}` ({words})"
+    if len(new_shown) > 100 and not isinstance(node, ast.Constant):
+        old_shown, new_shown = _text(node, 1000), _text(new, 1000)
+    return f"`{_clip(new_shown)}` where the reference has `{_clip(old_shown)}` ({words})"
+
+
+def _clip(text, longest=120):
+    return text if len(text) <= longest else text[:longest - 3] + "..."
 
 
 def mutants(unit, task):
     """The single-edit mutants of ``task``'s reference functions in ``unit``, numbered in a fixed order."""
     functions = tuple(unit.rubric.TASK_BY_NAME[task].functions)
-    return _mutants_cached(unit.finished_reference, task, functions)
+    with _SWAPPING:
+        return _mutants_cached(unit.finished_reference, task, functions)
 
 
 def paired(first, second):
@@ -514,9 +626,10 @@ def paired(first, second):
         return None
     number = 100000 + first.number * 1000 + second.number
     defined_as = f"{PREFIX}{number}_{first.function}"
-    edited, _ = _renamed(_replace(definition, node_one, new_one, (node_two, new_two)), defined_as)
+    _, parents = _PARENTS[id(definition)]
+    with _SWAPPING, _swapped(parents, [(node_one, new_one), (node_two, new_two)]):
+        text = _text_as(definition, defined_as)
     try:
-        text = ast.unparse(edited)
         compile(text, "<mutant>", "exec")
     except Exception:
         return None
