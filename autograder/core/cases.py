@@ -498,6 +498,8 @@ def hints_of(unit, task):
 
 
 def build_cases(unit, seed=None):
+    from autograder.core.behaviour import behaviour_cases  # it builds on this module's checks
+
     rubric = unit.rubric
     seed = rubric.SEED if seed is None else seed
     by_task = {}
@@ -506,6 +508,7 @@ def build_cases(unit, seed=None):
         rng = random.Random(f"{seed}:{task}")
         generator = torch.Generator().manual_seed(seed * 100 + number)
         cases = module.build(rng, generator)
+        cases += behaviour_cases(unit, task, seed)  # its behaviour contract's, when it declares one
         counts, probes = {}, {}
         for case in cases:
             if case.scored:

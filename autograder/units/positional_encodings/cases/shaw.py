@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, lengths, score_factors, size_one,
                                      tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
@@ -186,3 +187,9 @@ def build(rng, generator):
         _case("shaw_values", generator, 1, 1, 3, 5, 4, 6, scored=False),
         _case("shaw_values", generator, 2, 3, 4, 4, 4, 5, scored=False),
     ]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour(
+    "shaw_edge_cases", lambda rng, g: ((draw(g, 2, 3, 5, 8), draw(g, 2, 3, 7, 8), draw(g, 5, 8), 2), {}),
+    trained=("q", "k", "rel_k"), layouts=("q", "k", "rel_k"), vary={"scale": (0.5,)},
+    stand_ins=(("clipped_relative_positions", "scrambled_relative_positions", (3, 5, 1)),))
