@@ -55,6 +55,10 @@ class Behaviour:
     atol: float = 1e-5
     rtol: float = 1e-5
 
+    def cases(self, unit, task, seed):
+        """The scored cases of this contract for ``task`` of ``unit`` at ``seed`` (see behaviour_cases)."""
+        return behaviour_cases(unit, task, seed)
+
     @property
     def properties(self):
         holds = {"gradients": bool(self.trained), "fresh results": self.fresh, "global state": self.state,
