@@ -506,6 +506,9 @@ def build_cases(unit, seed=None):
         rng = random.Random(f"{seed}:{task}")
         generator = torch.Generator().manual_seed(seed * 100 + number)
         cases = module.build(rng, generator)
+        behaviour = getattr(module, "BEHAVIOUR", None)  # its behaviour contract (autograder/core/behaviour.py)
+        if behaviour is not None:
+            cases += behaviour.cases(unit, task, seed)
         counts, probes = {}, {}
         for case in cases:
             if case.scored:
@@ -519,5 +522,6 @@ def build_cases(unit, seed=None):
         if set(counts) != known:
             raise RuntimeError(f"cases of {task} do not match the rubric: without cases {sorted(known - set(counts))}, "
                                f"not in the rubric {sorted(set(counts) - known)}")
-        by_task[task] = cases
+        # The calls-are-independent case runs first of the task's: a cache it catches is then filled by its own calls.
+        by_task[task] = sorted(cases, key=lambda case: getattr(case, "contract", None) != "independent calls")
     return by_task

@@ -702,26 +702,34 @@ def _loosest(tolerance, shape):
 def same_outcome(a, b, atol=1e-5, rtol=1e-5):
     """Whether two outcomes of one probe are the same to a reader of the check: both raised the same kind of
     exception, or both returned equal values (dtype, shape, device, and values within the check's tolerance),
-    changing the same inputs in place."""
-    if a is None or b is None or "missing" in a or "missing" in b:
+    with the same parts besides (inputs changed in place, global settings changed, gradients, a second call's
+    value, a module's steps, a sequence's calls)."""
+    if not isinstance(a, dict) or not isinstance(b, dict) or "missing" in a or "missing" in b:
         return False
-    if "init" in a or "init" in b:  # a module probe: each of its parts
-        keys = set(a) | set(b)
-        for key in keys:
-            x, y = a.get(key), b.get(key)
-            if isinstance(x, dict) or isinstance(y, dict):
-                if not isinstance(x, dict) or not isinstance(y, dict) or not same_outcome(x, y, atol, rtol):
-                    return False
-            elif x != y:
-                return False
-        return True
+    if "calls" in a or "calls" in b:  # a sequence of calls: each in turn
+        calls_a, calls_b = a.get("calls"), b.get("calls")
+        return isinstance(calls_a, list) and isinstance(calls_b, list) and len(calls_a) == len(calls_b) and all(
+            same_outcome(x, y, atol, rtol) for x, y in zip(calls_a, calls_b))
     if ("error" in a) != ("error" in b):
         return False
     if "error" in a:
         return a["error"].get("type") == b["error"].get("type")
-    if a.get("changed") != b.get("changed"):
+    if set(a) != set(b):
         return False
-    return _same_value(a["value"], b["value"], atol, rtol)
+    for key in a:
+        x, y = a[key], b[key]
+        if key == "value" and "init" not in a:
+            same = _same_value(x, y, atol, rtol)
+        elif key == "grads" and isinstance(x, dict) and isinstance(y, dict) and "value" in x and "value" in y:
+            same = len(x["value"]) == len(y["value"]) and all(
+                _same_value(g, h, atol, rtol) for g, h in zip(x["value"], y["value"]))
+        elif isinstance(x, dict) and isinstance(y, dict) and ("value" in x or "error" in x or "init" in x):
+            same = same_outcome(x, y, atol, rtol)
+        else:
+            same = x == y
+        if not same:
+            return False
+    return True
 
 
 def _tolerance(case):

@@ -245,12 +245,23 @@ VALUE = one_of(record({"tensor": tensor, "device": text(64)}), record({"type_nam
                        "dtype": dtype_name}))
 # "changed": where the tensors are that the call changed in place (worker._changed): a positional argument by its
 # position, a keyword argument by its name, a tensor inside an argument by its path ("args[1][0]", "slopes[2]").
+# The behaviour contracts' parts (worker._call, autograder/core/behaviour.py): "state", the global settings the call
+# changed; "grads", the gradient reaching each trained input; "aliased", the inputs a change to the result reached;
+# "again", the second call's value.
+PLACES = list_of(either(integer, text(200)), 64)
+STATE = list_of(text(40), 8)
+VALUE_OR_ERROR = one_of(record({"value": VALUE}), record({"error": ERROR}))
 OUTCOME = one_of(record({"missing": text(200)}), record({"error": ERROR}),
-                 record({"value": VALUE}, {"changed": list_of(either(integer, text(200)), 64)}))
+                 record({"value": VALUE}, {"changed": PLACES, "state": STATE, "aliased": PLACES, "again": VALUE_OR_ERROR,
+                                           "grads": one_of(record({"value": list_of(VALUE, 16)}),
+                                                           record({"error": ERROR}))}))
 MODULE_OUTCOME = one_of(
     record({"missing": text(200)}),
     record({"init": OUTCOME}, {"weight": OUTCOME, "weight_is_parameter": boolean, "weight_registered": boolean,
-                               "forward": OUTCOME, "grad": OUTCOME}))
+                               "forward": OUTCOME, "grad": OUTCOME, "x_grad": OUTCOME, "state": STATE,
+                               "again": VALUE_OR_ERROR}))
+# A sequence of calls made one after another (the contract that calls are independent): each one's outcome.
+SEQUENCE_OUTCOME = record({"calls": list_of(either(OUTCOME, MODULE_OUTCOME), 64)})
 LOADED = record({"errors": list_of(LOAD_ERROR, 10000), "defined": list_of(text(400), 500)})
 
 # The timing tier's replies, by the command they answer.
@@ -274,7 +285,8 @@ def loaded(payload):
 
 def task_results(payload, probes):
     """A task's results: {probe id: outcome} for some of ``probes`` ({id: op}), each in its op's form."""
-    return mapping(probes, lambda key: MODULE_OUTCOME if probes[key] == "module" else OUTCOME)(
+    forms = {"module": MODULE_OUTCOME, "sequence": SEQUENCE_OUTCOME}
+    return mapping(probes, lambda key: forms.get(probes[key], OUTCOME))(
         unpack(payload), "the results")
 
 

@@ -287,36 +287,141 @@ def _call(namespace, call, chunks, unit=None):
         return {"missing": call["name"]}
     args = _decode_argument(call.get("args", []))
     kwargs = _decode_argument(call.get("kwargs", {}))
+    # The behaviour contracts (autograder/core/behaviour.py): inputs in another memory layout, inputs a model
+    # trains (their gradients sent back), the global state watched, the call made twice.
+    for where, how in call.get("layout", ()):
+        _set(args, kwargs, where, _laid_out(_get(args, kwargs, where), how))
+    trained = [_get(args, kwargs, where) for where in call.get("trained", ())]
+    for tensor in trained:
+        _TB.requires_grad_(tensor)
     copies = _copies(args, kwargs)
+    before = _global_state() if call.get("state") else None
+
+    def once():
+        returned = function(*args, **kwargs)
+        if call.get("view") and unit is not None:
+            # The unit's view of what came back as one tensor (a (cos, sin) pair stacked, say); a value it cannot
+            # view is sent as it is, and the grader says what it was.
+            try:
+                return returned, unit.VIEWS[call["view"]](returned)
+            except BaseException:
+                pass
+        return returned, returned
+
     try:
-        value = function(*args, **kwargs)
-    except BaseException as error:  # SystemExit and KeyboardInterrupt included
-        return _error(error, chunks)
-    if call.get("view") and unit is not None:
-        # The unit's view of what came back as one tensor (a (cos, sin) pair stacked, say); a value it cannot
-        # view is sent as it is, and the grader says what it was.
-        try:
-            value = unit.VIEWS[call["view"]](value)
-        except BaseException:
-            pass
-    try:
+        returned, value = once()
         outcome = {"value": _encode(value)}
-    except BaseException as error:
+    except BaseException as error:  # SystemExit and KeyboardInterrupt included
         return _error(error, chunks)
     changed = _changed(copies)
     if changed:  # the grader's side says so: a function must leave the caller's tensors as they were
         outcome["changed"] = changed
+    if before is not None:
+        outcome["state"] = _state_changes(before)
+    if trained:
+        outcome["grads"] = _gradients(value, trained, call["grad_out"], chunks)
+    if call.get("again"):  # the caller changes the result in place, then calls again with the same arguments
+        _bump(returned)
+        outcome["aliased"] = [where for where in _changed(copies) if where not in changed]
+        try:
+            outcome["again"] = {"value": _encode(once()[1])}
+        except BaseException as error:
+            outcome["again"] = _error(error, chunks)
     return outcome
 
 
+def _get(args, kwargs, where):
+    return args[where] if isinstance(where, int) else kwargs[where]
+
+
+def _set(args, kwargs, where, value):
+    if isinstance(where, int):
+        args[where] = value
+    else:
+        kwargs[where] = value
+
+
+def _laid_out(tensor, how):
+    """The same values in another memory layout: "transposed" (the axes' memory order reversed, as a transpose
+    leaves it), "strided" (every other entry of a buffer twice as long), ["expand", shape] (broadcast along its
+    axes of size 1, no memory of their own)."""
+    if how == "transposed":
+        order = list(range(_TB.dim(tensor)))[::-1]
+        return _TB.permute(_TB.contiguous(_TB.permute(tensor, order)), order)
+    if how == "strided":
+        return _TB.select(torch.stack((tensor, tensor), -1), -1, 0)
+    return _TB.expand(tensor, list(how[1]))
+
+
+_GET_RNG, _SET_RNG = torch.get_rng_state, torch.set_rng_state
+_GET_DTYPE, _SET_DTYPE = torch.get_default_dtype, torch.set_default_dtype
+_GRAD_ON, _SET_GRAD = torch.is_grad_enabled, torch.set_grad_enabled
+_THREADS, _SET_THREADS = torch.get_num_threads, torch.set_num_threads
+
+
+def _global_state():
+    return {"random state": _GET_RNG(), "default dtype": _GET_DTYPE(), "grad mode": _GRAD_ON(),
+            "thread count": _THREADS()}
+
+
+def _restore(state):
+    _SET_RNG(state["random state"])
+    if _GET_DTYPE() != state["default dtype"]:
+        _SET_DTYPE(state["default dtype"])
+    _SET_GRAD(state["grad mode"])
+    if _THREADS() != state["thread count"]:
+        _SET_THREADS(state["thread count"])
+
+
+def _state_changes(before):
+    """Which of torch's global settings the call changed (each put back as it was): their names."""
+    after = _global_state()
+    changed = [name for name in before if not (_EQUAL(before[name], after[name]) if name == "random state"
+                                                else before[name] == after[name])]
+    _restore(before)
+    return changed
+
+
+def _gradients(value, trained, weights, chunks):
+    """The gradient of sum(value * weights) with respect to each trained input (None where none reaches it), or
+    the error that backward raised."""
+    try:
+        if isinstance(value, _TENSOR) and _TB.requires_grad.__get__(value):
+            torch.autograd.backward(value, weights)
+        return {"value": [_encode(_TB.grad.__get__(tensor)) for tensor in trained]}
+    except BaseException as error:
+        return _error(error, chunks)
+
+
+def _bump(returned):
+    """Add one to every tensor the call returned (flip a bool), in place, as a caller may; one that cannot be
+    written to (it shares an entry between places, as an expanded tensor does) is left as it is."""
+    for tensor in (returned if isinstance(returned, (tuple, list)) else (returned,)):
+        if isinstance(tensor, _TENSOR) and not _TB.is_meta.__get__(tensor):
+            try:
+                with torch.no_grad():
+                    if _TB.dtype.__get__(tensor) == torch.bool:
+                        _TB.logical_not_(tensor)
+                    else:
+                        _TB.add_(tensor, 1)
+            except BaseException:
+                pass
+
+
 def _run_module_probe(namespace, probe, chunks):
-    """Build the student's nn.Module, optionally move it to a device and load a weight, run forward and backward."""
+    """Build the student's nn.Module, optionally move it to a device and load a weight, run forward and
+    backward (and the behaviour contracts' parts a probe asks for: x's layout and gradient, the global
+    state, forward twice)."""
     cls = namespace.get(probe["name"])
     if cls is None:
         return {"missing": probe["name"]}
     out = {}
+    init = _decode_argument(probe.get("init", []))
+    if probe.get("state"):
+        out["state"] = _init_state(cls, init, probe["seeds"])
+        torch.manual_seed(probe.get("seed", 0))
     try:
-        module = cls(*_decode_argument(probe.get("init", [])))
+        module = cls(*init)
     except BaseException as error:
         out["init"] = _error(error, chunks)
         return out
@@ -330,42 +435,82 @@ def _run_module_probe(namespace, probe, chunks):
         out["weight_registered"] = False
     if probe.get("x") is None:
         return out
+    x = probe["x"] if probe.get("layout") is None else _laid_out(probe["x"], probe["layout"])
     try:
         if probe.get("device") is not None:  # moved as a model is (model.to("cuda")): the meta case, no GPU needed
             module.to(_decode_argument(probe["device"]))
         if probe.get("weight") is not None:
             with torch.no_grad():
                 module.weight.copy_(probe["weight"])
-        copies = _copies([probe["x"]])
-        output = module(probe["x"])
+        if probe.get("x_grad"):
+            _TB.requires_grad_(x)
+        copies = _copies([x])
+        before = _global_state()
+        output = module(x)
         out["forward"] = {"value": _encode(output)}
         changed = _changed(copies)
         if changed:
             out["forward"]["changed"] = changed
+        if probe.get("state"):
+            out["forward"]["state"] = _state_changes(before)
+        if probe.get("again"):
+            _bump(output)
+            aliased = [where for where in _changed(copies) if where not in changed]
+            if aliased:
+                out["forward"]["aliased"] = aliased
+            try:
+                out["again"] = {"value": _encode(module(x))}
+            except BaseException as error:
+                out["again"] = _error(error, chunks)
         if probe.get("grad_out") is not None:
             module.weight.grad = None
             (output * probe["grad_out"]).sum().backward()
             out["grad"] = {"value": _encode(module.weight.grad)}
+            if probe.get("x_grad"):
+                out["x_grad"] = {"value": _encode(_TB.grad.__get__(x))}
     except BaseException as error:
         out["forward"] = _error(error, chunks)
     return out
 
 
+def _init_state(cls, init, seeds):
+    """The global settings a module's __init__ changed. Its random stream may go on (it draws the initial
+    weight) but not start again: built from two seeds, the stream after it must differ."""
+    changed, streams = [], []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        before = _global_state()
+        try:
+            cls(*init)
+        except BaseException:
+            pass
+        streams.append(_GET_RNG())
+        changed += [name for name in _state_changes(before) if name != "random state" and name not in changed]
+    return (["random state"] if _EQUAL(*streams) else []) + changed
+
+
 def run_probe(namespace, probe, chunks, unit=None):
-    torch.manual_seed(probe.get("seed", 0))
-    if probe["op"] == "module":
-        return _run_module_probe(namespace, probe, chunks)
-    substitutes = probe.get("substitute") or []
-    substitutes = [substitutes] if isinstance(substitutes, dict) else substitutes  # one, or several at once
-    # The stand-in goes in whatever the helper's name holds, or if it holds nothing: a helper whose cell did not
-    # compile, raised before it was defined, or never defined it costs its own task only, as a stub does
-    # (DESIGN.md, invariant 10). What the name held is put back after the call (``swapped_in``).
-    swaps = {}
-    for substitute in substitutes:
-        stand_in, key = unit.STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
-        swaps[substitute["name"]] = (lambda stand_in, key: lambda *args, **kwargs:
-                                     stand_in(*args, **kwargs, key=key))(stand_in, key)
-    return _SANDBOX["swapped_in"](namespace, swaps, lambda: _call(namespace, probe, chunks, unit))
+    # Whatever a call does to torch's global settings is undone after it: the next probe starts as this one did.
+    state = _global_state()
+    try:
+        torch.manual_seed(probe.get("seed", 0))
+        if probe["op"] == "sequence":  # calls made one after another in the same process (calls are independent)
+            return {"calls": [run_probe(namespace, call, chunks, unit) for call in probe["calls"]]}
+        if probe["op"] == "module":
+            return _run_module_probe(namespace, probe, chunks)
+        substitutes = probe.get("substitute") or []
+        substitutes = [substitutes] if isinstance(substitutes, dict) else substitutes  # one, or several at once
+        # The stand-in goes in whatever the helper's name holds, or if it holds nothing: a helper whose cell did
+        # not compile, raised before it was defined, or never defined it costs its own task only, as a stub does
+        # (DESIGN.md, invariant 10). What the name held is put back after the call (``swapped_in``).
+        swaps = {}
+        for substitute in substitutes:
+            stand_in, key = unit.STAND_INS[substitute["stand_in"]], tuple(substitute["key"])
+            swaps[substitute["name"]] = (lambda stand_in, key: lambda *args, **kwargs:
+                                         stand_in(*args, **kwargs, key=key))(stand_in, key)
+        return _SANDBOX["swapped_in"](namespace, swaps, lambda: _call(namespace, probe, chunks, unit))
+    finally:
+        _restore(state)
 
 
 def _unit_code(submission):

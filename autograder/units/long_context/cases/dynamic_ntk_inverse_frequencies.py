@@ -15,6 +15,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import Case, Mistake, call_label, call_probe
 from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.long_context.cases.ntk_inverse_frequencies import (frequency_check, invalid_cases,
@@ -155,3 +156,10 @@ def build(rng, generator):
                                                                                       "below the trained one too)"),
     ], substitute=stand_in)
     return cases
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour(
+    "dynamic_ntk_inverse_frequencies_values",
+    lambda rng, g: ((2 * rng.randint(4, 16),), {"length": 6000, "trained_length": 2048, "factor": 4.0}),
+    vary={"head_dim": (34,), "length": (9000,), "trained_length": (4096,), "base": (500000.0,), "factor": (2.0,)},
+    stand_ins=(("ntk_inverse_frequencies", "scrambled_ntk", (3, 5, 1)),))

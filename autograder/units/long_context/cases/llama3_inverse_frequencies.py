@@ -17,6 +17,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import Case, Mistake, call_label, call_probe
 from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.long_context.cases.ntk_inverse_frequencies import frequency_check, invalid_cases, theta_of
@@ -227,3 +228,8 @@ def build(rng, generator):
     ])
     # Drawn last, so that the cases above keep their settings.
     return cases + [_threshold_case(test, rng)]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("llama3_inverse_frequencies_values", lambda rng, g: ((2 * rng.randint(8, 64),), {}),
+                      vary={"head_dim": (34,), "factor": (4.0,), "base": (10000.0,), "trained_length": (2048,),
+                            "low_freq_factor": (2.0,), "high_freq_factor": (8.0,)})

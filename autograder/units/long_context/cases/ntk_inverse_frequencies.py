@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import long_context as ref
@@ -146,3 +147,7 @@ def build(rng, generator):
         ([16], {"factor": math.nan}, " (a factor that is NaN)"),
     ])
     return cases
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("ntk_inverse_frequencies_values", lambda rng, g: ((2 * rng.randint(4, 16),), {"factor": 4.0}),
+                      vary={"head_dim": (34,), "base": (500000.0,), "factor": (2.0, 8.0)})

@@ -23,6 +23,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, raises_check,
                                      score_factors, size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
@@ -284,3 +285,9 @@ def build(rng, generator):
         cases.append(Case("scaled_rope_scores_invalid_args", label, call_probe(NAME, args, kwargs),
                           raises_check(label, "ValueError", why)))
     return cases
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour(
+    "scaled_rope_scores_contract",
+    lambda rng, g: ((draw(g, 2, 3, 5, 8), draw(g, 2, 3, 6, 8), 0.5 ** torch.arange(4, dtype=torch.float32)), {}),
+    trained=("q", "k"), layouts=("q", "k", "inverse_frequencies"), vary={"attention_scale": (0.7,)})

@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import long_context as ref
@@ -99,3 +100,7 @@ def build(rng, generator):
         cases.append(Case("yarn_attention_scale_invalid_args", label, call_probe(NAME, args, kwargs),
                           raises_check(label, "ValueError", why)))
     return cases
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("yarn_attention_scale_values", lambda rng, g: ((rng.choice([2.0, 4.0, 16.0]),), {}),
+                      view="number", fresh=False, vary={"factor": (32.0,), "mscale": (0.707,)})

@@ -15,6 +15,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import Case, Mistake, call_label, call_probe
 from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.long_context.cases.ntk_inverse_frequencies import frequency_check, invalid_cases, theta_of
@@ -218,3 +219,9 @@ def build(rng, generator):
         ([64], good | {"base": 1.0}, " (a base of 1: ln(base) = 0)"),
     ])
     return cases + [_rounding_case(values, rng)]  # drawn last, so that the cases above keep their settings
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("yarn_inverse_frequencies_options",
+                      lambda rng, g: ((2 * rng.randint(8, 32),), {"factor": 8.0, "trained_length": 4096}),
+                      vary={"head_dim": (34,), "factor": (4.0,), "trained_length": (2048,), "beta_fast": (16.0,),
+                            "truncate": (False,)})

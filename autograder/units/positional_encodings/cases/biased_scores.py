@@ -22,6 +22,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, score_factors,
                                    size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
@@ -188,3 +189,8 @@ def build(rng, generator):
     ]
     # Drawn after the hand-written cases, so that theirs stay as they were.
     return cases + contract_cases(CONTRACT, rng, generator)
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour(
+    "biased_scores_broadcast", lambda rng, g: ((draw(g, 2, 3, 4, 8), draw(g, 2, 3, 6, 8), draw(g, 1, 3, 4, 6)), {}),
+    trained=("q", "k", "bias"), layouts=("q", "k", "bias"), vary={"scale": (0.5,)})

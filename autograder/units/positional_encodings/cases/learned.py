@@ -24,6 +24,7 @@ Left out of the contract, and why:
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, Verdict, device_arg, device_check, failure_of, likely, raises_check,
                                    returned_value, tensor_check)
 from autograder.core.compare import mismatch
@@ -283,3 +284,7 @@ def build(rng, generator):
     # Drawn after the hand-written cases, so that theirs stay as they were.
     return cases + contract_cases(CONTRACT, rng, generator) + [
         _meta_case("learned_add", 2, 5, 9, 4, "add"), _meta_case("learned_concat", 2, 5, 9, 4, "concat")]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("learned_gradients", lambda rng, g: (((rng.randint(6, 9), 6, "add"), draw(g, 2, 5, 6)), {}),
+                      trained=("x",), layouts=("x",), vary={"mode": ("concat",), "max_len": (12,)})

@@ -2,6 +2,7 @@
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, lengths,
                                    size_one, tensor_check)
 from autograder.core.contracts import Contract, Factor, LENGTHS, contract_cases, lengths_of
@@ -116,3 +117,7 @@ def build(rng, generator):
         case("relative_positions_values", 4, 6, 9, scored=False),
         case("relative_positions_values", 6, 6, 1, scored=False),
     ] + contract_cases(CONTRACT, rng, generator)
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("relative_positions_edge_cases", lambda rng, g: ((rng.randint(3, 7), rng.randint(3, 7), 2), {}),
+                      vary={"length_q": (9,), "length_k": (8,), "max_relative_position": (1, 4)})

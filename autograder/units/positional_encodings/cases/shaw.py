@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, score_factors,
                                    size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
@@ -209,3 +210,9 @@ def build(rng, generator):
         _meta_case("shaw_edge_cases", 2, 3, 5, 7, 8, 2),
         _case("shaw_edge_cases", generator, 2, 2, 6, 8, 8, 2, dtype=torch.float64, rel_k_dtype=torch.float32),
     ]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour(
+    "shaw_edge_cases", lambda rng, g: ((draw(g, 2, 3, 5, 8), draw(g, 2, 3, 7, 8), draw(g, 5, 8), 2), {}),
+    trained=("q", "k", "rel_k"), layouts=("q", "k", "rel_k"), vary={"scale": (0.5,)},
+    stand_ins=(("clipped_relative_positions", "scrambled_relative_positions", (3, 5, 1)),))

@@ -13,6 +13,7 @@ that keeps it full would let most known mistakes through as well.
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, dtype_arg,
                                    raises_check, tensor_check)
 from autograder.core.contracts import Contract, Factor, contract_cases, dtype_of
@@ -149,3 +150,7 @@ def build(rng, generator):
         cases.append(Case("sinusoidal_invalid_args", label, call_probe(NAME, [num_positions, d_model]),
                           raises_check(label, "ValueError", why)))
     return cases + contract_cases(CONTRACT, rng, generator)
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("sinusoidal_edge_cases", lambda rng, g: ((rng.randint(5, 12), 2 * rng.randint(2, 8)), {}),
+                      vary={"num_positions": (13,), "d_model": (18,), "base": (500.0,), "dtype": (torch.float64,)})

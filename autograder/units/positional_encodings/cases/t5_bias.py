@@ -23,6 +23,7 @@ a meta tensor has no values that a tool reading positional arguments could compa
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, size_one,
                                    tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
@@ -166,3 +167,9 @@ def build(rng, generator):
         _case("t5_bias_values", generator, 5, 5, 2, bidirectional=False, num_buckets=40, max_distance=80, scored=False),
     ] + contract_cases(CONTRACT, rng, generator) + [  # drawn after the hand-written cases: theirs stay as they were
         _meta_case("t5_bias_layout", 5, 9, 3)]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("t5_bias_layout", lambda rng, g: ((rng.randint(4, 9), rng.randint(4, 9), draw(g, 32, 3)), {}),
+                      trained=("bias_table",), layouts=("bias_table",),
+                      vary={"length_q": (11,), "length_k": (10,), "bidirectional": (False,)},
+                      stand_ins=(("t5_relative_position_bucket", "scrambled_buckets", (7, 3, 1)),))

@@ -20,6 +20,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import Case, Mistake, call_label, call_probe, device_check, raises_check, tensor_check
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import positional_encodings as ref
@@ -256,3 +257,8 @@ def build(rng, generator):
         cases.append(Case("t5_bucket_invalid_args", label, call_probe(NAME, [line], kwargs),
                           raises_check(label, "ValueError", why)))
     return cases + contract_cases(CONTRACT, rng, generator) + [_meta_case("t5_bucket_bidirectional", (6, 9))]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("t5_bucket_settings", lambda rng, g: (
+    (torch.arange(40)[None, :] * 7 - torch.arange(30)[:, None] * 5,), {}), layouts=("relative_position",),
+    vary={"bidirectional": (False,), "num_buckets": (16,), "max_distance": (64,)})

@@ -22,6 +22,7 @@ equivalent and what the contract asks for; without the mask (causal=False) it is
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, Verdict, call_label, call_probe, device_check, raises_check, size_one,
                                    tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
@@ -203,3 +204,8 @@ def build(rng, generator):
         _case("alibi_bias_bidirectional", 6, 6, slopes(2), causal=False, scored=False),
         _case("alibi_bias_layout", 4, 6, slopes(2), scored=False),
     ] + contract_cases(CONTRACT, rng, generator) + [_meta_case("alibi_bias_layout", 5, 8, 3, causal=rng.random() < 0.5)]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("alibi_bias_layout", lambda rng, g: ((rng.randint(4, 9), rng.randint(4, 9), draw(g, 4).abs()), {}),
+                      trained=("slopes",), layouts=("slopes",),
+                      vary={"length_q": (11,), "length_k": (10,), "causal": (False,)})

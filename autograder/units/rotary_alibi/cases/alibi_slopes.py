@@ -14,6 +14,7 @@ device is not a factor: the meta case checks it.
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, raises_check,
                                    tensor_check)
 from autograder.core.contracts import Contract, Factor, contract_cases
@@ -112,3 +113,7 @@ def build(rng, generator):
         cases.append(Case("alibi_slopes_invalid_args", label, call_probe(NAME, [num_heads]),
                           raises_check(label, "ValueError", " (a model has one head or more)")))
     return cases + contract_cases(CONTRACT, rng, generator)
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+# Calls are independent trivially: the slopes depend on num_heads alone, so no cache can key on part of it.
+BEHAVIOUR = Behaviour("alibi_slopes_other_counts", lambda rng, g: ((rng.choice([3, 5, 6, 12]),), {}), independent=False)

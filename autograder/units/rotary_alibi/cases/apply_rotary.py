@@ -26,6 +26,7 @@ the output is made there, of x's shape and dtype.
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, raises_check, size_one,
                                    tensor_check)
 from autograder.core.contracts import Contract, FLOAT_DTYPES, Factor, contract_cases, dtype_of
@@ -273,3 +274,8 @@ def build(rng, generator):
               scored=False),
         _meta_case("apply_rotary_positions", (2, 3, 5, 8), interleaved=rng.random() < 0.5),
     ] + contract_cases(CONTRACT, rng, generator)
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("apply_rotary_positions", lambda rng, g: ((draw(g, 2, 3, 5, 8), rng.randint(0, 50) + torch.arange(5)), {}),
+                      trained=("x",), layouts=("x", "positions"), vary={"base": (500.0,), "interleaved": (False,)},
+                      stand_ins=(("rotary_angles", "scrambled_angles", (3, 5, 1)),))

@@ -33,6 +33,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, score_factors, size_one,
                                      tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
@@ -296,3 +297,10 @@ def build(rng, generator):
               positions_k=torch.arange(7, 11), scored=False),
         _meta_case("rope_scores_layout", 2, 2, 3, 5, 8),
     ] + contract_cases(CONTRACT, rng, generator)
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("rope_scores_layout", lambda rng, g: ((draw(g, 2, 3, 5, 8), draw(g, 2, 3, 6, 8)), {}),
+                      trained=("q", "k"), layouts=("q", "k"),
+                      vary={"base": (500.0,), "scale": (0.5,), "interleaved": (False,)},
+                      stand_ins=(("apply_rotary", "scrambled_rotation", (3, 5, 1)),
+                                 ("rotary_angles", "scrambled_angles", (3, 5, 1))))

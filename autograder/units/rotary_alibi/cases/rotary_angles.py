@@ -7,6 +7,7 @@ the position: 1e-5 + 2e-7 * |t| (at t = 10^5 that is 0.02, still far below what 
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, dtype_arg, raises_check,
                                    tensor_check)
 from autograder.core.contracts import Contract, FLOAT_DTYPES, Factor, contract_cases, dtype_of
@@ -154,3 +155,8 @@ def build(rng, generator):
         cases.append(Case("rotary_angles_invalid_args", label, call_probe(NAME, [torch.arange(4), head_dim]),
                           raises_check(label, "ValueError", why)))
     return cases + [_meta_case("rotary_angles_edge_cases", (2, 7), 8)]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("rotary_angles_edge_cases", lambda rng, g: ((rng.randint(0, 50) + torch.arange(6), 8), {}),
+                      layouts=("positions",), view="pair",
+                      vary={"head_dim": (12,), "base": (500.0,), "dtype": (torch.float64,)})

@@ -5,6 +5,7 @@ import math
 
 import torch
 
+from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import Case, Mistake, call_label, call_probe, device_check, raises_check, tensor_check
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
@@ -112,3 +113,7 @@ def build(rng, generator):
                           call_probe(NAME, [torch.arange(4)], {"factor": factor}),
                           raises_check(label, "ValueError", " (the factor must be a positive, finite number)")))
     return cases + [_meta_case("scaled_positions_values", (3, 5))]
+
+# The behaviour contract (autograder/core/behaviour.py): which of its properties this task's function holds.
+BEHAVIOUR = Behaviour("scaled_positions_values", lambda rng, g: ((rng.randint(0, 50) + torch.arange(7),), {"factor": 4.0}),
+                      layouts=("positions",), vary={"factor": (2.5, 0.5)})
