@@ -64,6 +64,17 @@ NAMED = {
         "t5_bias__no_permute": "laid out (Lq, Lk, H)",
         "t5_bucket__causal_wrong_sign": "the past gets the buckets and the future bucket 0",
         "t5_bucket__log2_numerator": "the two logs have different bases",
+        # Named by the error model (autograder/core/mutants.py): an edit of the reference with this output on every case.
+        "learned__inplace_add": "`x.add_(rows)` where the reference has `x + rows`",
+        "learned__no_length_check": "the check `if length > self.max_len: raise ...` left out",
+        "relative_positions__assumes_square": "`length_q` where the formula uses `length_k`",
+        "relative_positions__int32_output": "the result cast to int32",
+        "sinusoidal__ignores_dtype": "the result cast to float32",
+        "t5_bias__float32_buffer": "the result cast to float32",
+        "t5_bias__missing_leading_axis": "the step `.unsqueeze(...)` left out",
+        "t5_bucket__clamp_to_n": "`n` where the reference has `n - 1`",
+        "t5_bucket__integer_log": "`distance.float() // max_exact` where the reference has `distance.float() / max_exact`",
+        "t5_bucket__zero_in_upper_half": "`relative_position >= 0` where the reference has `relative_position > 0`",
     },
     "rotary_alibi": {
         "alibi_bias__bloom_key_position": "BLOOM's form",
@@ -82,6 +93,12 @@ NAMED = {
         "rotary_angles__positions_cast_to_long": "fractional positions are cut to whole numbers",
         "rotary_angles__theta_without_2": "i/dh where pair i needs 2i/dh",
         "scaled_positions__float32_before_division": "divided in float32",
+        # Named by the error model.
+        "alibi_slopes__numpy_float64": "torch.float64 where the formula uses torch.float32",
+        "apply_rotary__always_float32": "`torch.float64 if not x.dtype == torch.float64 else torch.float32`",
+        "apply_rotary__no_length_check": "the check `if positions.dim() == 0 or positions.shape[-1] != length: raise",
+        "rope_scores__keys_use_query_positions": "`positions_q` where the formula uses `positions_k`",
+        "rotary_angles__assert_not_valueerror": "an assert (AssertionError) where the function raises ValueError",
     },
     "long_context": {
         "dynamic_ntk_inverse_frequencies__offset_dropped": "the shift - (factor - 1) is missing",
@@ -101,6 +118,14 @@ NAMED = {
         "yarn_inverse_frequencies__high_clamped_at_last_pair": "high is clamped at dh/2 - 1",
         "yarn_inverse_frequencies__low_not_clamped_at_zero": "the bounds are not clamped",
         "yarn_inverse_frequencies__no_guard_for_equal_bounds": "where low == high the ramp divides by zero",
+        # Named by the error model.
+        "dynamic_ntk_inverse_frequencies__length_minus_one": "`length - 1` where the formula has `length`",
+        "llama3_inverse_frequencies__equal_freq_factors_accepted": "`0 < low_freq_factor <= high_freq_factor < math.inf`",
+        "llama3_inverse_frequencies__head_dim_zero_accepted": "the condition `head_dim <= 0` left out",
+        "ntk_inverse_frequencies__base_finiteness_unchecked": "`1 < base <= math.inf`",
+        # Read as the first axis's length: the positions of every case are 1-D or have a first axis other than L.
+        "scaled_rope_scores__positions_must_be_one_dimensional": "`positions.shape[0]` where the reference has",
+        "yarn_inverse_frequencies__equal_betas_rejected": "`0 < beta_slow < beta_fast < math.inf`",
     },
 }
 # BLOOM's form earns the causal tests (the rubric's decision) and fails without the mask.

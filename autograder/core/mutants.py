@@ -640,9 +640,12 @@ def paired(first, second):
 # --- running them -------------------------------------------------------------------------------
 
 def _renamed_probe(probe, mutant):
-    probe = dict(probe)
-    if probe.get("name") == mutant.function:
-        probe["name"] = mutant.defined_as
+    """``probe`` calling the mutant where it calls the task's function, at any depth (a sequence's calls too)."""
+    if isinstance(probe, dict):
+        return {key: (mutant.defined_as if key == "name" and value == mutant.function else
+                      value if key == "substitute" else _renamed_probe(value, mutant)) for key, value in probe.items()}
+    if isinstance(probe, list):
+        return [_renamed_probe(item, mutant) for item in probe]
     return probe
 
 
