@@ -66,7 +66,7 @@ NAMED = {
         "t5_bucket__log2_numerator": "the two logs have different bases",
         # Named by the error model (autograder/core/mutants.py): an edit of the reference with this output on every case.
         "learned__inplace_add": "`x.add_(rows)` where the reference has `x + rows`",
-        "learned__no_length_check": "the check `if length > self.max_len: raise ...` left out",
+        "learned__no_length_check": "no check `if length > self.max_len: raise ...`",
         "relative_positions__assumes_square": "`length_q` where the formula uses `length_k`",
         "relative_positions__int32_output": "the result cast to int32",
         "sinusoidal__ignores_dtype": "the result cast to float32",
@@ -96,7 +96,7 @@ NAMED = {
         # Named by the error model.
         "alibi_slopes__numpy_float64": "torch.float64 where the formula uses torch.float32",
         "apply_rotary__always_float32": "`torch.float64 if not x.dtype == torch.float64 else torch.float32`",
-        "apply_rotary__no_length_check": "the check `if positions.dim() == 0 or positions.shape[-1] != length: raise",
+        "apply_rotary__no_length_check": "no check `if positions.dim() == 0 or positions.shape[-1] != length: raise",
         "rope_scores__keys_use_query_positions": "`positions_q` where the formula uses `positions_k`",
         "rotary_angles__assert_not_valueerror": "an assert (AssertionError) where the function raises ValueError",
     },

@@ -61,6 +61,11 @@ NAMED = {
     "rotary_angles__blind_sin_cos_swapped": "cos and sin are swapped",
     "scaled_positions__blind_floor_division": "integer division",
     "scaled_positions__blind_multiplies": "multiplied by the factor",
+    # Named by the error model (autograder/core/mutants.py), each checked against the file's code.
+    "alibi_bias__blind_no_batch_axis": "the step `.unsqueeze(...)` left out",
+    "alibi_slopes__blind_float64_result": "torch.float64 where the formula uses torch.float32",
+    "alibi_slopes__blind_negative_not_rejected": "no check `if num_heads <= 0: raise ...`",
+    "rotary_angles__blind_odd_head_dim_accepted": "the condition `head_dim % 2 != 0` left out",
 }
 # What a failure says when it names no mistake: where and how the output goes wrong, or what is wrong with its form.
 TOLD = ("Likely mistake", "How it goes wrong", "When it goes wrong", "only the dtype differs", "only the shape differs",

@@ -327,7 +327,9 @@ def _statement_edits(node, tensors=()):
     if isinstance(node, ast.If):
         raises = any(isinstance(inner, ast.Raise) for inner in node.body)
         if raises and not node.orelse:
-            found.append((ast.Pass(), f"the check `if {_text(node.test)}: raise ...` left out"))
+            # Said so that a narrower check (one that lets these cases through) is told right too.
+            found.append((ast.Pass(), f"no check `if {_text(node.test)}: raise ...` for these cases (it is left "
+                                      "out, or narrower)"))
         found.append((ast.If(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse),
                       f"the condition `{_text(node.test)}` negated"))
     if isinstance(node, ast.IfExp):
@@ -640,12 +642,17 @@ def paired(first, second):
 # --- running them -------------------------------------------------------------------------------
 
 def _renamed_probe(probe, mutant):
-    """``probe`` calling the mutant where it calls the task's function, at any depth (a sequence's calls too)."""
+    """``probe`` calling the mutant where it calls the task's function, at any depth (a sequence's calls too), with
+    tensors of its own."""
     if isinstance(probe, dict):
         return {key: (mutant.defined_as if key == "name" and value == mutant.function else
                       value if key == "substitute" else _renamed_probe(value, mutant)) for key, value in probe.items()}
     if isinstance(probe, list):
         return [_renamed_probe(item, mutant) for item in probe]
+    if isinstance(probe, torch.Tensor):
+        # Inputs of their own: a mutant that changes its input in place, or a gradient that builds up on a trained
+        # input, must not reach the next mutant's calls in the same job.
+        return probe.clone()
     return probe
 
 
