@@ -66,6 +66,7 @@ NAMED = {
     "alibi_slopes__blind_float64_result": "torch.float64 where the formula uses torch.float32",
     "alibi_slopes__blind_negative_not_rejected": "no check `if num_heads <= 0: raise ...`",
     "rotary_angles__blind_odd_head_dim_accepted": "the condition `head_dim % 2 != 0` left out",
+    "rope_scores__blind_scale_twice": "a factor squared (`scale`)",
 }
 # What a failure says when it names no mistake: where and how the output goes wrong, or what is wrong with its form.
 TOLD = ("Likely mistake", "How it goes wrong", "When it goes wrong", "only the dtype differs", "only the shape differs",

@@ -333,6 +333,7 @@ BLIND_KNOWN = {"t5_bucket_causal_abs_distance", "learned_std_squared"}
 # every case, each checked by hand against the variant's code. Words of the name.
 MODEL_NAMED = {
     "learned_in_place_add": "`x.add_(rows)` where the reference has `x + rows`",
+    "learned_concat_without_expand": "the step `.expand(...)` left out",
     "relative_positions_query_length_twice": "`length_q` where the formula uses `length_k`",
     "relpos_keys_use_length_q": "`length_q` where the formula uses `length_k`",
     "relpos_int32_result": "the result cast to int32",

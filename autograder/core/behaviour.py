@@ -130,6 +130,10 @@ class _Reference:
         return args, kwargs
 
 
+def _own(args, kwargs):
+    return _cloned(list(args)), _cloned(dict(kwargs))
+
+
 def _cloned(value):
     if isinstance(value, torch.Tensor):
         return value.clone()
@@ -457,11 +461,13 @@ def behaviour_cases(unit, task, seed):
     reference = _Reference(unit, task, behaviour)
     args, kwargs = behaviour.call(rng, generator)
     args, kwargs = reference.bind(list(args), dict(kwargs))
-    made = {"gradients": lambda: [_gradients_case(reference, args, kwargs, generator)],
-            "fresh results": lambda: [_fresh_case(reference, args, kwargs, generator)],
-            "global state": lambda: [_state_case(reference, args, kwargs, generator, rng)],
-            "any layout": lambda: _layout_cases(reference, list(args), dict(kwargs), generator),
-            "independent calls": lambda: [_independent_case(reference, args, kwargs, generator, rng)]}
+    # Each case's inputs are its own: a call that changes its input in place (or returns it, which the fresh-results
+    # case then changes) must not reach another case's inputs through a shared tensor in the job.
+    made = {"gradients": lambda: [_gradients_case(reference, *_own(args, kwargs), generator)],
+            "fresh results": lambda: [_fresh_case(reference, *_own(args, kwargs), generator)],
+            "global state": lambda: [_state_case(reference, *_own(args, kwargs), generator, rng)],
+            "any layout": lambda: _layout_cases(reference, *_own(args, kwargs), generator),
+            "independent calls": lambda: [_independent_case(reference, *_own(args, kwargs), generator, rng)]}
     cases = []
     for name in behaviour.properties:
         for case in made[name]():
