@@ -211,13 +211,6 @@ def _named_as_probed(results, cases):
     return fixed
 
 
-def _passes(case, outcome):
-    try:
-        return case.check(outcome).passed
-    except Exception:
-        return False
-
-
 def _kind_of(outcome):
     """What the grader decided of a case that failed, from what came back: it did not run, its function is missing
     or not written, it raised, or it returned a wrong output."""
@@ -618,7 +611,7 @@ class Grader:
                    for outcome in results.values() if isinstance(outcome, dict))
         kinds = (voice.WRONG, voice.RAISED) + (() if stub else (voice.NOT_IMPLEMENTED,))
         # A test that fails only for the test it needs (its own cases pass) is not explained again here.
-        own_cases_pass = {test.id: all(_passes(case, results.get(case.id)) for case in cases
+        own_cases_pass = {test.id: all(mutants.passes(case, results.get(case.id)) for case in cases
                                        if case.test == test.id and case.scored) for test in scored}
         unnamed = [test for test in scored if not test.passed and test.kind in kinds and not test.diagnosis.mistakes
                    and not own_cases_pass[test.id]]

@@ -818,7 +818,7 @@ class Model:
         """The words of every mutant (or pair) whose outcome is the student's on every case of ``task`` that ran,
         in the mutants' order; () where none is."""
         ran = [case for case in cases if student.get(case.id) is not None]
-        failing = [case for case in ran if not _safe_pass(case, student[case.id])]
+        failing = [case for case in ran if not passes(case, student[case.id])]
         if not failing:
             return ()
         first = []
@@ -859,7 +859,8 @@ class Model:
         return [pair for pair in candidates if _agrees(ran, student, found[pair.number])]
 
 
-def _safe_pass(case, outcome):
+def passes(case, outcome):
+    """Whether ``case``'s check passes ``outcome`` (a check that cannot read it: no)."""
     try:
         return case.check(outcome).passed
     except Exception:
