@@ -37,7 +37,9 @@ same notebooks are graded in one run (``--ways`` picks some):
   reference code it needs (renamed ``reference_<name>``) and plain asserts on
   exactly that test's hidden cases (``build_cases(rubric.SEED)``): the same
   calls with the same shapes, dtypes and settings, small inputs written out,
-  larger ones drawn in the cell from a seed. No lesson text, no pictures, no
+  larger ones drawn in the cell from a seed. The cases a plain course would not
+  write are left out: the behaviour contracts' sequences of calls
+  (autograder/core/behaviour.py) and the calls on the meta device. No lesson text, no pictures, no
   timing tier; nbgrader's default config (only the course id and the cell
   timeout set). The same fills make the same class of it.
 
@@ -380,6 +382,16 @@ def _module_block(case, inputs):
         reference.weight.grad, case.label)
 
 
+def _plain(case):
+    """Whether a plain course would check ``case``: a call or a module on values, not a behaviour contract's
+    sequence of calls nor a call on the meta device (which needs the kit's reading of a result without values)."""
+    probe = case.probe
+    if probe["op"] == "module":
+        return "device" not in probe
+    inputs = list(probe.get("args", ())) + list(probe.get("kwargs", {}).values())
+    return probe["op"] == "call" and not any(isinstance(value, torch.Tensor) and value.is_meta for value in inputs)
+
+
 def plain_test_cell(test, cases, seed):
     """A graded cell of the plain course: what it checks, then a hidden region with the reference and the asserts."""
     inputs, body = _Inputs(), []
@@ -408,15 +420,16 @@ def plain_notebook():
             cells.append(_code_cell(function.replace("_", "-"), function_source(reference, function),
                                     _nbgrader(function, solution=True)))
         for test in rubric.tests_of(task.name):
-            mine = [case for case in cases[task.name] if case.test == test.id]
+            mine = [case for case in cases[task.name] if case.test == test.id and _plain(case)]
             if not mine:
                 raise BenchmarkError(f"the plain course: {test.id} has no hidden cases")
             checked += len(mine)
             source = plain_test_cell(test, mine, seed=rubric.SEED + rubric.TESTS.index(test))
             cells.append(_code_cell(test.id.replace("_", "-"), source,
                                     _nbgrader(test.id, grade=True, locked=True, points=test.points)))
-    if checked != sum(map(len, cases.values())):
-        raise BenchmarkError(f"the plain course checks {checked} cases, the kit {sum(map(len, cases.values()))}")
+    plain = sum(_plain(case) for task_cases in cases.values() for case in task_cases)
+    if checked != plain:
+        raise BenchmarkError(f"the plain course checks {checked} cases, the kit {plain} of the kinds it writes")
     return {"cells": cells,
             "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                          "language_info": {"name": "python"}},

@@ -103,6 +103,9 @@ def student_text(draw, values=()):
 @st.composite
 def outcomes(draw, values, op="call"):
     """What a job may send back for one case of a probe of ``op``, in the form the protocol lets through."""
+    if op == "sequence":  # calls made one after another (a behaviour contract): each one's outcome, or none sent
+        calls = draw(st.lists(outcomes(values, draw(st.sampled_from(["call", "module"]))), min_size=1, max_size=3))
+        return None if any(call is None for call in calls) else {"calls": calls}
     if op == "module":  # a module's steps: its __init__ failed, or it was built and its forward failed
         step = draw(outcomes(values))
         if step is None or "missing" in step:
@@ -138,14 +141,16 @@ def results(draw):
     unit_name, task = draw(st.sampled_from(TASKS))
     unit, values = units.get(unit_name), hidden_values(unit_name, task)
     cases = cases_of(unit_name)[task]
-    op = cases[0].probe.get("op", "call")
-    same = draw(outcomes(values, op))
-    graded = {case.id: (same if draw(st.booleans()) else draw(outcomes(values, case.probe.get("op", "call"))))
-              for case in cases}
+    same = {}  # one outcome per op, given to many cases (the same wrong answer everywhere)
+    graded = {}
+    for case in cases:
+        op = case.probe.get("op", "call")
+        if op not in same:
+            same[op] = draw(outcomes(values, op))
+        graded[case.id] = same[op] if draw(st.booleans()) else draw(outcomes(values, op))
     for case in cases:  # only what the protocol lets through reaches the grader
         if graded[case.id] is not None:
-            schema = protocol.MODULE_OUTCOME if case.probe.get("op") == "module" else protocol.OUTCOME
-            graded[case.id] = schema(graded[case.id], case.id)
+            graded[case.id] = protocol.outcome_form(case.probe.get("op"))(graded[case.id], case.id)
     submission = SimpleNamespace(chunks=[{"label": "x.py", "source": SOURCE}], skipped=[])
     loaded = {"errors": [{"chunk": "x.py", "where": draw(st.one_of(st.just("x.py, line 2: return 1"), student_text())),
                           "message": draw(student_text()), "type": draw(student_text())[:200],

@@ -483,16 +483,22 @@ import functools
 def _slow(q, k, rel_k, max_relative_position, *, scale=None):
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    index = clipped_relative_positions(q.shape[-2], k.shape[-2], max_relative_position, device=q.device)
     rel = rel_k.to(q.dtype)
     scores = q.new_zeros(*q.shape[:-1], k.shape[-2])
     for i in range(q.shape[-2]):
-        for j in range(k.shape[-2]):
-            scores[..., i, j] = (q[..., i, :] * (k[..., j, :] + rel[index[i, j]])).sum(-1)
+        for j in range(k.shape[-2]):  # the clipped distance in Python: no tensor's value is read (meta cases pass)
+            clipped = max(-max_relative_position, min(max_relative_position, j - i))
+            scores[..., i, j] = (q[..., i, :] * (k[..., j, :] + rel[clipped + max_relative_position])).sum(-1)
     return scores * scale
 
 
-shaw_scores = functools.lru_cache(maxsize=None)(_slow)
+def _fresh(function):  # each caller gets a tensor of its own (a cached one handed out twice fails the contracts)
+    def call(*args, **kwargs):
+        return function(*args, **kwargs).clone()
+    return call
+
+
+shaw_scores = _fresh(functools.lru_cache(maxsize=None)(_slow))
 '''
 
 
@@ -510,7 +516,7 @@ def test_a_memoized_loop_bound_by_assignment_gets_no_timing_points(tmp_path, ref
     assert all(tests[test].passed for test in ("shaw_values", "shaw_scale", "shaw_edge_cases"))  # it is correct
     shaw = tests["shaw_speed"]
     assert shaw.score == 0, shaw.output
-    assert "Python loop" in shaw.output and "_slow, line 7: for i in range(q.shape[-2]):" in shaw.output, shaw.output
+    assert "Python loop" in shaw.output and "_slow, line 6: for i in range(q.shape[-2]):" in shaw.output, shaw.output
 
 
 class _GilReleasingGarbage:

@@ -104,8 +104,7 @@ def _verdicts(unit, namespace, keep):
         for case in cases:
             if keep(case):
                 outcome = worker.run_probe(namespace, dict(case.probe), [], job)
-                kind = "module" if case.probe["op"] == "module" else "call"
-                read = protocol.task_results(worker.pack({"p": outcome}), {"p": kind})["p"]
+                read = protocol.task_results(worker.pack({"p": outcome}), {"p": case.probe["op"]})["p"]
                 found.setdefault(task, []).append(case.check(read))
     return found
 

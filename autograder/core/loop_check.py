@@ -443,6 +443,15 @@ _REFUSED_MODULE_NAMES = {"__getattr__", "__builtins__", "__dict__", "__class__"}
 # SystemError("AST constructor recursion depth mismatch"), a CPython bug (gh-106905 and its kin). The grader
 # grades several submissions at once in threads: one parse at a time.
 _PARSING = threading.Lock()
+
+
+def parse(source, mode="exec"):
+    """ast.parse, one at a time in this process (see _PARSING): every parse made while grading threads run goes
+    through here."""
+    with _PARSING:
+        return ast.parse(source, mode=mode)
+
+
 _COMPILE_CHECK = "<the loop check's compile of a submission>"
 # compile() warns of dubious code ("is" with a literal): the job shows its own warnings, the check none
 warnings.filterwarnings("ignore", module=re.escape(_COMPILE_CHECK) + r"\Z")

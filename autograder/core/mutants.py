@@ -37,7 +37,7 @@ import torch
 
 from autograder.core.cases import returned_value
 from autograder.core.compare import mismatch
-from autograder.core.loop_check import _PARSING
+from autograder.core.loop_check import parse
 from autograder.intake.load import Submission
 
 PREFIX = "_mutant_"  # the name a mutant is defined under in its job: PREFIX + number + "_" + the function's name
@@ -317,7 +317,7 @@ def _statement_edits(node, tensors=()):
         casts = [("torch.float32", "float32"), ("torch.float64", "float64"), ("torch.int32", "int32")]
         casts += [(f"{name}.dtype", f"{name}'s dtype") for name in tensors]
         for dtype, words in casts:
-            value = ast.parse(f"(_).to({dtype})", mode="eval").body
+            value = parse(f"(_).to({dtype})", mode="eval").body
             value.func.value = node.value
             found.append((ast.Return(value), f"the result cast to {words}"))
     if isinstance(node, ast.If):
@@ -396,8 +396,7 @@ def _within(inner, outer):
 def _definitions(source):
     """{name: node} of the module-level functions and classes of ``source`` (parsed one at a time: ast.parse is
     not safe beside another thread's, see loop_check._PARSING)."""
-    with _PARSING:
-        tree = ast.parse(source)
+    tree = parse(source)
     found = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     for definition in found.values():  # docstrings dropped: a mutant's text is read by nobody, and made thousands of times
         for node in ast.walk(definition):
@@ -415,7 +414,7 @@ def _detach_edits(definition):
         for arg in function.args.args + function.args.kwonlyargs:
             if arg.arg == "self":
                 continue
-            statement = ast.parse(f"{arg.arg} = {arg.arg}.detach() if isinstance({arg.arg}, torch.Tensor) "
+            statement = parse(f"{arg.arg} = {arg.arg}.detach() if isinstance({arg.arg}, torch.Tensor) "
                                   f"else {arg.arg}").body[0]
             found.append((function, statement, f"no gradient reaches `{arg.arg}` (it is detached)"))
     return found
@@ -759,7 +758,8 @@ def _passes_all(cases, outcomes):
 
 
 def _agrees(cases, student, outcomes):
-    """Whether a mutant's ``outcomes`` are the student's on every case that ran for both."""
+    """Whether a mutant's ``outcomes`` are the student's on every case that ran for both: the same outcome, and the
+    same verdict of the case's check."""
     compared = 0
     for case in cases:
         mine, its = student.get(case.id), outcomes.get(case.id)
@@ -770,7 +770,9 @@ def _agrees(cases, student, outcomes):
             same = same_outcome(mine, its, atol, rtol)
         except Exception:  # an outcome the comparison cannot read: not the same
             same = False
-        if not same:
+        # The same to the comparison and yet judged apart by the check (an error message the check reads, which
+        # the comparison does not): not the student's outcome.
+        if not same or passes(case, mine) != passes(case, its):
             return False
         compared += 1
     return compared > 0

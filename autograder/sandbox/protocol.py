@@ -283,11 +283,14 @@ def loaded(payload):
     return LOADED(unpack(payload), "the load report")
 
 
+def outcome_form(op):
+    """The form of one outcome of a probe of ``op``."""
+    return {"module": MODULE_OUTCOME, "sequence": SEQUENCE_OUTCOME}.get(op, OUTCOME)
+
+
 def task_results(payload, probes):
     """A task's results: {probe id: outcome} for some of ``probes`` ({id: op}), each in its op's form."""
-    forms = {"module": MODULE_OUTCOME, "sequence": SEQUENCE_OUTCOME}
-    return mapping(probes, lambda key: forms.get(probes[key], OUTCOME))(
-        unpack(payload), "the results")
+    return mapping(probes, lambda key: outcome_form(probes[key]))(unpack(payload), "the results")
 
 
 def json_line(line, schema, what):
