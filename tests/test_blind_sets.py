@@ -29,6 +29,12 @@ Measured as written (2026-12-02), before the grader learnt anything from them:
   (a layout, a reshape, a softmax applied, work in place on an input) that no single or paired edit of the
   reference gives, and checks narrower or wider than the reference's in two places at once.
 
+* With names of form (2026-12-05, autograder/core/form_slips.py: a case that passes once the input it changed is
+  forgotten, or once its result is cast to the reference's dtype, and a dtype rule read off every case): 77 of the
+  110 named (the 69, a float32 result the model now names as a cast, and six of form: three inputs changed in
+  place, three dtypes). A mistake whose message the check reads is no longer named by an edit that raises the
+  same exception with the reference's message (learned__message_without_values).
+
 Left out of the files here, and why: two written after Hugging Face's and the ALiBi authors' code (the kit's code
 is its own); two that build a tensor on the CPU where the input is on another device (caught only by a grader
 with a GPU, where the cases run on CUDA: tests/test_timing_tier.py, test_rotary_alibi_grading.py); angles in
@@ -81,6 +87,11 @@ NAMED = {
         "t5_bucket__clamp_to_n": "`n` where the reference has `n - 1`",
         "t5_bucket__integer_log": "`distance.float() // max_exact` where the reference has `distance.float() / max_exact`",
         "t5_bucket__zero_in_upper_half": "`relative_position >= 0` where the reference has `relative_position > 0`",
+        # Named from the outcomes' form (autograder/core/form_slips.py): values right, an input changed or a dtype.
+        "biased_scores__scales_query_inplace": "your function changes `q` in place",
+        "shaw__float64_output": "your result's dtype is always float64, where the reference's is `q`'s",
+        "t5_bucket__keeps_input_dtype": "your result's dtype is `relative_position`'s dtype, where the reference's is "
+                                        "always int64",
     },
     "rotary_alibi": {
         "alibi_bias__bloom_key_position": "BLOOM's form",
@@ -106,6 +117,9 @@ NAMED = {
         "apply_rotary__no_length_check": "no check `if positions.dim() == 0 or positions.shape[-1] != length: raise",
         "rope_scores__keys_use_query_positions": "`positions_q` where the formula uses `positions_k`",
         "rotary_angles__assert_not_valueerror": "an assert (AssertionError) where the function raises ValueError",
+        "alibi_bias__float32_distances": "the result cast to float32",
+        # Named from the outcomes' form.
+        "scaled_positions__float_then_inplace": "your function changes `positions` in place",
     },
     "long_context": {
         "dynamic_ntk_inverse_frequencies__offset_dropped": "the shift - (factor - 1) is missing",
@@ -133,6 +147,9 @@ NAMED = {
         # Read as the first axis's length: the positions of every case are 1-D or have a first axis other than L.
         "scaled_rope_scores__positions_must_be_one_dimensional": "`positions.shape[0]` where the reference has",
         "yarn_inverse_frequencies__equal_betas_rejected": "`0 < beta_slow < beta_fast < math.inf`",
+        # Named from the outcomes' form.
+        "scaled_rope_scores__half_input_returns_float32": "`q`'s dtype, but float32 where `q` is float16 or bfloat16",
+        "scaled_rope_scores__rotates_q_in_place": "your function changes `q` and `k` in place",
     },
 }
 # BLOOM's form earns the causal tests (the rubric's decision) and fails without the mask.

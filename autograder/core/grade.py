@@ -6,6 +6,7 @@ with a row for each rubric test, whatever the submission does.
 """
 
 import dataclasses
+import inspect
 import os
 import re
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 from secrets import token_hex
 
 from autograder.sandbox import cgroups, limits as _limits, users
-from autograder.core import diagnosis, mutants, recognize, seeds, threads, timing, units, voice
+from autograder.core import diagnosis, form_slips, mutants, recognize, seeds, threads, timing, units, voice
 from autograder.intake.inert import inert
 from autograder.core.cases import build_cases, hints_of, lesson_of, likely
 from autograder.core.cases import Verdict
@@ -602,8 +603,9 @@ class Grader:
         return result
 
     def _named_by_model(self, seed, task, cases, results, scored):
-        """``scored`` with the error model's names (core/mutants.py) in each failing test that names no mistake: the
-        mutants of the task's reference whose outcome is the student's on every case of the task. A declared
+        """``scored`` with a name in each failing test that names no mistake: the error model's (core/mutants.py:
+        the mutants of the task's reference whose outcome is the student's on every case of the task), else a slip
+        of form the outcomes show (core/form_slips.py: an input changed in place, a dtype's rule). A declared
         mistake, where one is named, stays the name; the points are the same either way."""
         # NotImplementedError is the stub's, unless the task's other calls ran: torch raises it too (copying out
         # of a meta tensor).
@@ -615,18 +617,36 @@ class Grader:
                                        if case.test == test.id and case.scored) for test in scored}
         unnamed = [test for test in scored if not test.passed and test.kind in kinds and not test.diagnosis.mistakes
                    and not own_cases_pass[test.id]]
-        if not unnamed or self.model is None:  # None: a grader made without the model (benchmarks/error_model.py)
+        if not unnamed:
             return scored
-        try:
-            words = self.model.explain(seed, task, cases, _named_as_probed(results, cases))
-        except Exception:  # the model only adds words: without them, the row stands as scored
+        probed = _named_as_probed(results, cases)
+        said = None
+        if self.model is not None:  # None: a grader made without the model (benchmarks/error_model.py)
+            try:  # the edit of the reference's line, where one gives the student's outputs
+                words = self.model.explain(seed, task, cases, probed)
+            except Exception:  # the names only add words: without them, the row stands as scored
+                words = ()
+            said = mutants.likely_line(words) if words else None
+        if said is None:  # else a slip of form the outcomes show outright (an input changed in place, a dtype)
+            try:
+                said = form_slips.explain(cases, probed, {test.id for test in unnamed}, self._parameters(task))
+            except Exception:
+                said = None
+        if said is None:
             return scored
-        if not words:
-            return scored
-        said = mutants.likely_line(words)
         return [dataclasses.replace(test, output=f"{test.output}\nLikely mistake: {said}",
                                     diagnosis=dataclasses.replace(test.diagnosis, mistakes=(said,)))
                 if any(test is one for one in unnamed) else test for test in scored]
+
+    def _parameters(self, task):
+        """{function: the names of its parameters} of ``task``'s functions in the reference."""
+        found = {}
+        for name in self.unit.rubric.TASK_BY_NAME[task].functions:
+            try:
+                found[name] = list(inspect.signature(getattr(self.unit.reference, name)).parameters)
+            except (TypeError, ValueError, AttributeError):
+                found[name] = []
+        return found
 
     def stall_seconds(self):
         """How long a class run may go without any submission finished before the watchdog gives up on those in

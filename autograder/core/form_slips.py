@@ -1,0 +1,162 @@
+"""Names for a task whose values are right and whose form is not: an input changed in place, or a result's dtype
+that follows another rule than the reference's.
+
+The error model (core/mutants.py) names a failure by an edit of the reference that gives the student's outputs.
+A slip of form often has no such edit: a student who computes in float64 throughout, or who keeps the integer
+dtype of the positions, writes a function the reference's text is far from, and yet the cases show exactly what
+is wrong. These names come from the outcomes alone, through two questions asked of every failing case:
+
+* **In place.** Does the case pass once the inputs the call changed are forgotten? Then the only fault is that
+  change: "your function changes `q` and `k` in place: the values it returns are right".
+* **Dtype.** Does the case pass once the result is cast to the reference's dtype (or hold the reference's values
+  to its own, coarser dtype's precision, as the check tells it)? Then the rule the student's dtype follows is
+  read off every case that returned a tensor (passing ones too): one input's dtype, always one dtype, or one
+  input's dtype raised to float32 from half precision. It is named only where one such rule holds on every case
+  and differs from the reference's: "your result's dtype is always float64, where the reference's is `q`'s and
+  `k`'s dtype: the values are right".
+
+Either is named only where it explains every failing case of the tests it is asked about. The grader asks the
+error model first (an edit of a line says more), and these where it finds nothing; like the model, they add words
+and never change points.
+"""
+
+import torch
+
+from autograder.core.cases import _argument, _right_but_for_the_form
+
+SEQUENCE_OPS = ("sequence", "module")  # the behaviour contracts' and the modules' probes: their checks name their own
+
+
+def _passes(case, outcome):
+    try:
+        return case.check(outcome).passed
+    except Exception:  # a check that cannot read it: no
+        return False
+
+
+def _place(where, names):
+    """An input the worker saw changed, by its parameter's name where it has one (a tensor passed by position in
+    one case and by keyword in another is one input)."""
+    if isinstance(where, int) and where < len(names):
+        return f"`{names[where]}`"
+    if isinstance(where, str) and where.isidentifier():
+        return f"`{where}`"
+    return _argument(where, names)
+
+
+def _without_changes(outcome):
+    return {key: value for key, value in outcome.items() if key != "changed"}
+
+
+def _dtype_of(outcome):
+    """The dtype of a returned tensor (one with values, or a meta tensor's description), else None."""
+    value = (outcome or {}).get("value")
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("tensor"), torch.Tensor):
+        return value["tensor"].dtype
+    found = getattr(torch, str(value.get("dtype", "")), None) if "shape" in value else None
+    return found if isinstance(found, torch.dtype) else None
+
+
+def _retyped(outcome, dtype):
+    """``outcome`` with its tensor cast to ``dtype`` (a meta tensor's description says the dtype instead)."""
+    value = dict(outcome["value"])
+    if isinstance(value.get("tensor"), torch.Tensor):
+        value["tensor"] = value["tensor"].to(dtype)
+    else:
+        value["dtype"] = str(dtype).replace("torch.", "")
+    return {**outcome, "value": value}
+
+
+def _right_to_its_precision(case, outcome):
+    """Whether a floating result of a lower precision than the reference's holds the reference's values to its own
+    dtype's precision, as the check tells it (cases._right_but_for_the_form)."""
+    expected = getattr(case.check, "expected", None)
+    got = (outcome.get("value") or {}).get("tensor")
+    if not (isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor) and got.shape == expected.shape):
+        return False
+    atol, rtol = getattr(case.check, "atol", 1e-5), getattr(case.check, "rtol", 1e-5)
+    return _right_but_for_the_form(got, expected, atol, rtol) is not None
+
+
+def _expected_dtype(case):
+    expected = getattr(case.check, "expected", None)
+    if isinstance(expected, torch.Tensor):
+        return expected.dtype
+    dtype = getattr(case.check, "expected_dtype", None)
+    return dtype if isinstance(dtype, torch.dtype) else None
+
+
+def _shown(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def _input_dtypes(case, names):
+    """{parameter name: dtype} of the case's tensor arguments."""
+    names = names.get(case.probe.get("name"), ())
+    found = {}
+    for index, value in enumerate(case.probe.get("args") or ()):
+        if isinstance(value, torch.Tensor):
+            found[names[index] if index < len(names) else f"argument {index + 1}"] = value.dtype
+    for key, value in (case.probe.get("kwargs") or {}).items():
+        if isinstance(value, torch.Tensor):
+            found[key] = value.dtype
+    return found
+
+
+def _rule(observed):
+    """The rule that ``observed`` ([(dtype, {input: dtype})]) follows: "always float64", "`q`'s dtype"; or None
+    where no one rule holds on every case. A rule that two cases or more tell apart from the others is preferred:
+    a constant over cases that all share one dtype says nothing of the inputs."""
+    if not observed:
+        return None
+    dtypes = {dtype for dtype, _ in observed}
+    inputs = [name for name in observed[0][1] if all(name in given for _, given in observed)]
+    followed = [name for name in inputs if all(given[name] == dtype for dtype, given in observed)]
+    varied = {dtype for _, given in observed for dtype in given.values()}
+    if followed and len({given[followed[0]] for _, given in observed}) > 1:
+        return " and ".join(f"`{name}`'s" for name in followed[:2]) + " dtype"
+    if len(dtypes) == 1 and len(varied) > 1:
+        return f"always {_shown(next(iter(dtypes)))}"
+    lifted = [name for name in inputs if all(given[name].is_floating_point and
+                                             torch.promote_types(given[name], torch.float32) == dtype
+                                             for dtype, given in observed)]
+    if lifted and len(dtypes) > 1:  # half precision raised to float32, the others kept
+        return f"`{lifted[0]}`'s dtype, but float32 where `{lifted[0]}` is float16 or bfloat16"
+    return None
+
+
+def explain(cases, results, failing_tests, names):
+    """The words naming a slip of form that explains every failing case of ``failing_tests`` (test ids), or None.
+    ``cases`` are the task's, ``results`` the student's outcomes by case id, ``names`` {function: its parameters'
+    names}."""
+    failing = [case for case in cases if case.test in failing_tests and case.scored
+               and results.get(case.id) is not None and not _passes(case, results[case.id])]
+    if not failing or any(case.probe.get("op") in SEQUENCE_OPS for case in failing):
+        return None
+    outcomes = [results[case.id] for case in failing]
+    if all(isinstance(outcome, dict) and outcome.get("changed") and _passes(case, _without_changes(outcome))
+           for case, outcome in zip(failing, outcomes)):
+        said = list(dict.fromkeys(_place(where, names.get(case.probe.get("name"), ()))
+                                  for case, outcome in zip(failing, outcomes) for where in outcome["changed"]))
+        listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+        return f"your function changes {listed} in place: the values it returns are right"
+    coarser = set()  # the dtypes whose results hold the values to their own precision only
+    for case, outcome in zip(failing, outcomes):
+        dtype = _expected_dtype(case)
+        if dtype is None or _dtype_of(outcome) in (None, dtype):
+            return None
+        if not _passes(case, _retyped(outcome, dtype)):
+            if not _right_to_its_precision(case, outcome):
+                return None
+            coarser.add(_shown(_dtype_of(outcome)))
+    returned = [case for case in cases if case.probe.get("op", "call") == "call" and _expected_dtype(case) is not None
+                and _dtype_of(results.get(case.id)) is not None]
+    student = _rule([(_dtype_of(results[case.id]), _input_dtypes(case, names)) for case in returned])
+    reference = _rule([(_expected_dtype(case), _input_dtypes(case, names)) for case in returned])
+    if student is None or student == reference:
+        return None
+    theirs = f", where the reference's is {reference}" if reference else ""
+    precision = f", to {' and '.join(sorted(coarser))}'s precision" if coarser else ""
+    return f"your result's dtype is {student}{theirs}: the values are right{precision}"

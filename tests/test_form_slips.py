@@ -1,0 +1,171 @@
+"""Names from the outcomes' form (autograder/core/form_slips.py; issue 37, names for mistakes nobody listed).
+
+Over every task of every unit that is called with tensors, the reference's own outcomes on its hidden cases (run
+as the job runs them, read back as the grader reads them) are edited as a slip edits them, and the names checked:
+
+* an input reported changed in place, values right: named in place, by that input's parameter name;
+* every floating result in float64 (values right): named "always float64" where it makes a case fail;
+* every floating result in another drawn dtype: named by that rule, or not at all, never by another rule;
+* one entry of one result moved (a slip of value): never named by its form;
+* the outcomes as they are: nothing fails, nothing named.
+
+Then the grader, for real: a submission that changes an input in place is named so in its own task's feedback,
+with the points a failing test always loses.
+"""
+
+import functools
+import importlib
+import inspect
+import sys
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from autograder.core import form_slips, units
+from autograder.core.cases import build_cases
+from autograder.core.grade import Grader
+from autograder.course.build import ROOT
+from autograder.sandbox import protocol
+
+sys.path.insert(0, str(ROOT / "autograder" / "sandbox"))
+import worker  # noqa: E402  (the job's side, as the sandbox runs it)
+
+UNITS = [units.get(name) for name in units.names()]
+
+
+def _call_tasks():
+    for unit in UNITS:
+        for task, cases in build_cases(unit).items():
+            if any(case.probe["op"] == "call" and any(isinstance(arg, torch.Tensor) for arg in case.probe["args"])
+                   for case in cases):
+                yield unit.name, task
+
+
+TASKS = list(_call_tasks())
+
+
+@functools.cache
+def _reference_outcomes(unit_name, task):
+    """(cases, {case id: the reference's outcome}, {function: parameter names}) of ``task``."""
+    unit = units.get(unit_name)
+    namespace = dict(vars(importlib.import_module(f"solutions.{unit_name}")))
+    job = worker._unit_code({"unit_code": unit.job_source})
+    cases = build_cases(unit)[task]
+    outcomes = {}
+    for case in cases:
+        outcome = worker.run_probe(namespace, dict(case.probe), [], job)
+        outcomes[case.id] = protocol.task_results(worker.pack({"p": outcome}), {"p": case.probe["op"]})["p"]
+    names = {function: list(inspect.signature(namespace[function]).parameters)
+             for function in unit.rubric.TASK_BY_NAME[task].functions}
+    return cases, outcomes, names
+
+
+def _fails(case, outcome):
+    return not case.check(outcome).passed
+
+
+def _tensor(outcome):
+    value = (outcome or {}).get("value") or {}
+    return value.get("tensor") if isinstance(value.get("tensor"), torch.Tensor) else None
+
+
+def _explain(cases, outcomes, names):
+    failing = {case.test for case in cases if case.scored and _fails(case, outcomes[case.id])}
+    return failing, form_slips.explain(cases, outcomes, failing, names)
+
+
+@pytest.mark.parametrize("unit_name, task", TASKS)
+def test_the_reference_s_own_outcomes_pass_and_are_named_nothing(unit_name, task):
+    cases, outcomes, names = _reference_outcomes(unit_name, task)
+    failing, said = _explain(cases, outcomes, names)
+    assert failing == set() and said is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(TASKS), st.data())
+def test_an_input_changed_in_place_is_named_by_its_parameter(chosen, data):
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    calls = [case for case in cases if case.probe["op"] == "call" and _tensor(outcomes[case.id]) is not None
+             and case.probe["args"] and isinstance(case.probe["args"][0], torch.Tensor)]
+    changed = data.draw(st.lists(st.sampled_from(calls), min_size=1, unique_by=lambda case: case.id)) if calls else []
+    edited = {**outcomes, **{case.id: {**outcomes[case.id], "changed": [0]} for case in changed}}
+    failing, said = _explain(cases, edited, names)
+    if not failing:  # no check of these cases reads the change
+        assert said is None
+        return
+    parameter = names[changed[0].probe["name"]][0]
+    assert said == f"your function changes `{parameter}` in place: the values it returns are right", said
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(TASKS), st.sampled_from([torch.float64, torch.float32, torch.float16, torch.bfloat16]))
+def test_a_result_always_in_one_dtype_is_named_so_or_not_at_all(chosen, dtype):
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    edited = dict(outcomes)
+    for case in cases:
+        got, value = _tensor(outcomes[case.id]), (outcomes[case.id] or {}).get("value") or {}
+        if case.probe["op"] != "call":
+            continue
+        if got is not None and got.is_floating_point():
+            edited[case.id] = {**outcomes[case.id], "value": {**value, "tensor": got.to(dtype)}}
+        elif "shape" in value and getattr(torch, str(value.get("dtype")), torch.int64).is_floating_point:
+            # a meta tensor's description: the same rule gives its dtype
+            edited[case.id] = {**outcomes[case.id], "value": {**value, "dtype": str(dtype).replace("torch.", "")}}
+    failing, said = _explain(cases, edited, names)
+    shown = str(dtype).replace("torch.", "")
+    if not failing:
+        assert said is None
+    elif dtype == torch.float64:  # a float64 result holds any floating value exactly: the rule is read off it
+        assert said is not None and said.startswith(f"your result's dtype is always {shown}"), (chosen, said)
+    else:
+        assert said is None or said.startswith(f"your result's dtype is always {shown}"), (chosen, said)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(TASKS), st.data())
+def test_a_wrong_value_is_never_named_by_its_form(chosen, data):
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    valued = [case for case in cases if _tensor(outcomes[case.id]) is not None and _tensor(outcomes[case.id]).numel()
+              and not _tensor(outcomes[case.id]).is_meta]
+    if not valued:
+        return
+    case = data.draw(st.sampled_from(valued))
+    wrong = _tensor(outcomes[case.id]).clone()
+    wrong.view(-1)[data.draw(st.integers(0, wrong.numel() - 1))] += 7
+    edited = {**outcomes, case.id: {**outcomes[case.id], "value": {**outcomes[case.id]["value"], "tensor": wrong}}}
+    failing, said = _explain(cases, edited, names)
+    assert said is None, (failing, said)
+
+
+IN_PLACE = '''
+
+_reference_scaled_positions = scaled_positions
+
+
+def scaled_positions(*args, **kwargs):
+    result = _reference_scaled_positions(*args, **kwargs)
+    positions = args[0] if args else kwargs["positions"]
+    if positions.is_floating_point() and positions.numel():
+        positions.add_(0.5)  # the caller's positions moved, once the result is made
+    return result
+'''
+
+@pytest.mark.parametrize("code, task, words", [
+    (IN_PLACE, "scaled_positions", "your function changes `positions` in place"),
+], ids=["in_place"])
+def test_the_grader_names_a_slip_of_form_in_its_task_only(tmp_path, code, task, words):
+    """(A dtype's rule is named for real in test_blind_sets: shaw__float64_output, t5_bucket__keeps_input_dtype.)"""
+    unit = units.get("rotary_alibi")
+    path = tmp_path / f"{task}.py"
+    path.write_text(unit.finished_reference + code)
+    grader = Grader(unit, sandbox="auto", timing_mode="give")
+    try:
+        result = grader.grade(path)
+    finally:
+        grader.close()
+    failed = [test for test in result.tests if not test.passed and test.task != "timing"]
+    assert failed and {test.task for test in failed} == {task}, [test.id for test in failed]
+    named = [test for test in failed if words in test.output]
+    assert named, [test.output for test in failed]
+    assert all(test.score == 0 and test.diagnosis.mistakes for test in named)
