@@ -7,10 +7,12 @@ as the job runs them, read back as the grader reads them) are edited as a slip e
 * every floating result in float64 (values right): named "always float64" where it makes a case fail;
 * every floating result in another drawn dtype: named by that rule, or not at all, never by another rule;
 * one entry of one result moved (a slip of value): never named by its form;
-* the outcomes as they are: nothing fails, nothing named.
+* the outcomes as they are: nothing fails, nothing named;
+* a result where the reference refuses, or ValueError where it answers: named, if at all, by kinds of number
+  (NaN, infinite, zero, ...) that the failing calls pass and no call of the other side does.
 
-Then the grader, for real: a submission that changes an input in place is named so in its own task's feedback,
-with the points a failing test always loses.
+Then the grader, for real: a submission that changes an input in place, and one whose check lets NaN and
+infinity through, are named so in their own task's feedback, with the points a failing test always loses.
 """
 
 import functools
@@ -138,6 +140,67 @@ def test_a_wrong_value_is_never_named_by_its_form(chosen, data):
     assert said is None, (failing, said)
 
 
+def _kinds_in(case, names):
+    return {kind for _, kind in form_slips._argument_kinds(case, names)} | {
+        name for name, _ in form_slips._argument_kinds(case, names)}
+
+
+REFUSING_TASKS = [chosen for chosen in TASKS
+                  if any(getattr(case.check, "raises", None) for case in _reference_outcomes(*chosen)[0])]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(REFUSING_TASKS), st.data())
+def test_a_refusal_left_out_is_named_by_kinds_only_the_accepted_calls_pass(chosen, data):
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    refusing = [case for case in cases if getattr(case.check, "raises", None)]
+    accepted = data.draw(st.lists(st.sampled_from(refusing), min_size=1, unique_by=lambda case: case.id))
+    edited = {**outcomes, **{case.id: {"value": {"tensor": torch.zeros(1)}} for case in accepted}}
+    failing, said = _explain(cases, edited, names)
+    assert failing
+    if said is None:
+        return
+    prefix = f"your function returns a result where it should raise {accepted[0].check.raises}: for "
+    assert said.startswith(prefix), said
+    returning = [case for case in cases if case.probe["op"] == "call" and not getattr(case.check, "raises", None)]
+    for part in said[len(prefix):].split(", which the reference")[0].split("; "):
+        name, kinds = part.split(" ", 1)
+        for kind in kinds.split(" or "):
+            # each kind named is one of the accepted calls' numbers, and no call the reference answers passes it
+            assert any((name.strip("`"), kind) in form_slips._argument_kinds(case, names) for case in accepted), part
+            assert not any((name.strip("`"), kind) in form_slips._argument_kinds(case, names)
+                           for case in returning), part
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(TASKS), st.data())
+def test_a_refusal_too_wide_is_named_by_the_kind_it_refuses(chosen, data):
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    returning = [case for case in cases if case.probe["op"] == "call" and not getattr(case.check, "raises", None)]
+    kinds = sorted(set().union(*(form_slips._argument_kinds(case, names) for case in returning)))
+    if not kinds:
+        return
+    # A check that refuses one kind of number (say `factor` between 0 and 1): every call passing it is refused.
+    chosen_kind = data.draw(st.sampled_from(kinds))
+    refused = [case for case in returning if chosen_kind in form_slips._argument_kinds(case, names)]
+    error = {"type": "ValueError", "mro": ["ValueError", "Exception", "BaseException", "object"],
+             "message": "refused", "where": ""}
+    edited = {**outcomes, **{case.id: {"error": error} for case in refused}}
+    failing, said = _explain(cases, edited, names)
+    if not failing:  # the calls refused are probes, worth nothing
+        return
+    prefix = "your function raises ValueError where the reference returns a result: for "
+    assert said is not None and said.startswith(prefix), said
+    assert f"`{chosen_kind[0]}` " in said and chosen_kind[1] in said, (chosen_kind, said)
+    passing = [case for case in returning if case not in refused]
+    for part in said[len(prefix):].split(" (a check wider")[0].split("; "):
+        name, kinds = part.split(" ", 1)
+        for kind in kinds.split(" or "):
+            assert any((name.strip("`"), kind) in form_slips._argument_kinds(case, names) for case in refused), part
+            assert not any((name.strip("`"), kind) in form_slips._argument_kinds(case, names)
+                           for case in passing), part
+
+
 IN_PLACE = '''
 
 _reference_scaled_positions = scaled_positions
@@ -151,9 +214,22 @@ def scaled_positions(*args, **kwargs):
     return result
 '''
 
+SIGN_ONLY = '''
+
+_reference_scaled_positions = scaled_positions
+
+
+def scaled_positions(positions, *, factor):
+    if factor <= 0:  # NaN and infinity pass this
+        raise ValueError(f"factor must be positive, got factor={factor}")
+    return _reference_scaled_positions(positions, factor=factor if factor == factor and factor < math.inf else 1.0)
+'''
+
+
 @pytest.mark.parametrize("code, task, words", [
     (IN_PLACE, "scaled_positions", "your function changes `positions` in place"),
-], ids=["in_place"])
+    (SIGN_ONLY, "scaled_positions", "it should raise ValueError: for `factor` NaN or infinite"),
+], ids=["in_place", "sign_only"])
 def test_the_grader_names_a_slip_of_form_in_its_task_only(tmp_path, code, task, words):
     """(A dtype's rule is named for real in test_blind_sets: shaw__float64_output, t5_bucket__keeps_input_dtype.)"""
     unit = units.get("rotary_alibi")

@@ -1,10 +1,11 @@
-"""Names for a task whose values are right and whose form is not: an input changed in place, or a result's dtype
-that follows another rule than the reference's.
+"""Names for a task whose values are right and whose form is not: an input changed in place, a result's dtype
+that follows another rule than the reference's, or arguments refused where the reference answers (or the other
+way round).
 
 The error model (core/mutants.py) names a failure by an edit of the reference that gives the student's outputs.
 A slip of form often has no such edit: a student who computes in float64 throughout, or who keeps the integer
 dtype of the positions, writes a function the reference's text is far from, and yet the cases show exactly what
-is wrong. These names come from the outcomes alone, through two questions asked of every failing case:
+is wrong. These names come from the outcomes alone, through three questions asked of every failing case:
 
 * **In place.** Does the case pass once the inputs the call changed are forgotten? Then the only fault is that
   change: "your function changes `q` and `k` in place: the values it returns are right".
@@ -14,11 +15,17 @@ is wrong. These names come from the outcomes alone, through two questions asked 
   input's dtype raised to float32 from half precision. It is named only where one such rule holds on every case
   and differs from the reference's: "your result's dtype is always float64, where the reference's is `q`'s and
   `k`'s dtype: the values are right".
+* **Refusals.** Does every failing call return a result where the check wants an exception (or raise ValueError
+  where the reference answers)? Then the kinds of number those calls pass (NaN, infinite, zero, negative, between
+  0 and 1, odd: never the values, which are the hidden cases') that no call of the other side passes: "your
+  function returns a result where it should raise ValueError: for `factor` NaN or infinite, ...".
 
-Either is named only where it explains every failing case of the tests it is asked about. The grader asks the
+Each is named only where it explains every failing case of the tests it is asked about. The grader asks the
 error model first (an edit of a line says more), and these where it finds nothing; like the model, they add words
 and never change points.
 """
+
+import math
 
 import torch
 
@@ -127,6 +134,74 @@ def _rule(observed):
     return None
 
 
+def _kinds(value):
+    """The kinds of a number an argument check is about (no value itself: the kinds only): NaN, infinite, zero,
+    negative, between 0 and 1, odd."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return set()
+    if value != value:
+        return {"NaN"}
+    if value in (math.inf, -math.inf):
+        return {"infinite"}
+    kinds = {"zero"} if value == 0 else {"negative"} if value < 0 else set()
+    if isinstance(value, float) and 0 < value < 1:
+        kinds.add("between 0 and 1")
+    if isinstance(value, int) and value % 2:
+        kinds.add("odd")
+    return kinds
+
+
+def _argument_kinds(case, names):
+    """{(parameter, kind)} of the case's number arguments."""
+    names = names.get(case.probe.get("name"), ())
+    found = set()
+    for index, value in enumerate(case.probe.get("args") or ()):
+        name = names[index] if index < len(names) else f"argument {index + 1}"
+        found |= {(name, kind) for kind in _kinds(value)}
+    for key, value in (case.probe.get("kwargs") or {}).items():
+        found |= {(key, kind) for kind in _kinds(value)}
+    return found
+
+
+def _listed(pairs):
+    by_name = {}
+    for name, kind in sorted(pairs):
+        by_name.setdefault(name, []).append(kind)
+    return "; ".join(f"`{name}` {' or '.join(kinds)}" for name, kinds in by_name.items())
+
+
+def _refusals(cases, results, failing, names):
+    """Where every failing case is a refusal the other way round: a result where the reference raises (the check
+    wants an exception), or an exception where the reference returns one; named by the kinds of the numbers the
+    failing calls pass that no call of the other side passes (a check is about those), else None."""
+    calls = [case for case in cases if case.probe.get("op", "call") == "call"]
+    refusing = [case for case in calls if getattr(case.check, "raises", None)]
+    returning = [case for case in calls if not getattr(case.check, "raises", None)]
+
+    def kinds_of(group):
+        return set().union(*(_argument_kinds(case, names) for case in group)) if group else set()
+
+    if all(getattr(case.check, "raises", None) and "value" in (results[case.id] or {}) for case in failing):
+        exception = failing[0].check.raises
+        reasons = set.intersection(*(_argument_kinds(case, names) for case in failing)) - kinds_of(returning)
+        if not reasons:
+            reasons = kinds_of(failing) - kinds_of(returning)
+            if any(not (_argument_kinds(case, names) & reasons) for case in failing):
+                return None
+        return (f"your function returns a result where it should raise {exception}: for {_listed(reasons)}, which "
+                "the reference refuses (a check left out, or narrower than the docstring's)") if reasons else None
+    errors = [(results[case.id] or {}).get("error") for case in failing]
+    if all(error and not getattr(case.check, "raises", None) and "ValueError" in (error.get("mro") or ())
+           for case, error in zip(failing, errors)) and len({error.get("type") for error in errors}) == 1:
+        passing = [case for case in returning if results.get(case.id) is not None and _passes(case, results[case.id])]
+        reasons = kinds_of(failing) - kinds_of(passing)
+        if not reasons or any(not (_argument_kinds(case, names) & reasons) for case in failing):
+            return None
+        return (f"your function raises {errors[0]['type']} where the reference returns a result: for "
+                f"{_listed(reasons)} (a check wider than the docstring's)")
+    return None
+
+
 def explain(cases, results, failing_tests, names):
     """The words naming a slip of form that explains every failing case of ``failing_tests`` (test ids), or None.
     ``cases`` are the task's, ``results`` the student's outcomes by case id, ``names`` {function: its parameters'
@@ -136,6 +211,9 @@ def explain(cases, results, failing_tests, names):
     if not failing or any(case.probe.get("op") in SEQUENCE_OPS for case in failing):
         return None
     outcomes = [results[case.id] for case in failing]
+    refusal = _refusals(cases, results, failing, names)
+    if refusal:
+        return refusal
     if all(isinstance(outcome, dict) and outcome.get("changed") and _passes(case, _without_changes(outcome))
            for case, outcome in zip(failing, outcomes)):
         said = list(dict.fromkeys(_place(where, names.get(case.probe.get("name"), ()))
