@@ -140,9 +140,15 @@ def test_a_wrong_value_is_never_named_by_its_form(chosen, data):
     assert said is None, (failing, said)
 
 
-def _kinds_in(case, names):
-    return {kind for _, kind in form_slips._argument_kinds(case, names)} | {
-        name for name, _ in form_slips._argument_kinds(case, names)}
+def _assert_kinds(listed, names, having, lacking):
+    """Each kind ``listed`` names ("`factor` NaN or infinite; `d_model` zero") is one that a call of ``having``
+    passes, and that no call of ``lacking`` passes."""
+    for part in listed.split("; "):
+        name, kinds = part.split(" ", 1)
+        for kind in kinds.split(" or "):
+            pair = (name.strip("`"), kind)
+            assert any(pair in form_slips._argument_kinds(case, names) for case in having), part
+            assert not any(pair in form_slips._argument_kinds(case, names) for case in lacking), part
 
 
 REFUSING_TASKS = [chosen for chosen in TASKS
@@ -163,13 +169,7 @@ def test_a_refusal_left_out_is_named_by_kinds_only_the_accepted_calls_pass(chose
     prefix = f"your function returns a result where it should raise {accepted[0].check.raises}: for "
     assert said.startswith(prefix), said
     returning = [case for case in cases if case.probe["op"] == "call" and not getattr(case.check, "raises", None)]
-    for part in said[len(prefix):].split(", which the reference")[0].split("; "):
-        name, kinds = part.split(" ", 1)
-        for kind in kinds.split(" or "):
-            # each kind named is one of the accepted calls' numbers, and no call the reference answers passes it
-            assert any((name.strip("`"), kind) in form_slips._argument_kinds(case, names) for case in accepted), part
-            assert not any((name.strip("`"), kind) in form_slips._argument_kinds(case, names)
-                           for case in returning), part
+    _assert_kinds(said[len(prefix):].split(", which the reference")[0], names, accepted, returning)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -192,13 +192,8 @@ def test_a_refusal_too_wide_is_named_by_the_kind_it_refuses(chosen, data):
     prefix = "your function raises ValueError where the reference returns a result: for "
     assert said is not None and said.startswith(prefix), said
     assert f"`{chosen_kind[0]}` " in said and chosen_kind[1] in said, (chosen_kind, said)
-    passing = [case for case in returning if case not in refused]
-    for part in said[len(prefix):].split(" (a check wider")[0].split("; "):
-        name, kinds = part.split(" ", 1)
-        for kind in kinds.split(" or "):
-            assert any((name.strip("`"), kind) in form_slips._argument_kinds(case, names) for case in refused), part
-            assert not any((name.strip("`"), kind) in form_slips._argument_kinds(case, names)
-                           for case in passing), part
+    _assert_kinds(said[len(prefix):].split(" (a check wider")[0], names, refused,
+                  [case for case in returning if case not in refused])
 
 
 IN_PLACE = '''
