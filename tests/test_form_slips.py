@@ -9,7 +9,8 @@ as the job runs them, read back as the grader reads them) are edited as a slip e
 * one entry of one result moved (a slip of value): never named by its form;
 * the outcomes as they are: nothing fails, nothing named;
 * a result where the reference refuses, or ValueError where it answers: named, if at all, by kinds of number
-  (NaN, infinite, zero, ...) that the failing calls pass and no call of the other side does.
+  (NaN, infinite, zero, ...) that the failing calls pass and no call of the other side does;
+* the right exception with a message short of the values the check wants: named so.
 
 Then the grader, for real: a submission that changes an input in place, and one whose check lets NaN and
 infinity through, are named so in their own task's feedback, with the points a failing test always loses.
@@ -151,15 +152,17 @@ def _assert_kinds(listed, names, having, lacking):
             assert not any(pair in form_slips._argument_kinds(case, names) for case in lacking), part
 
 
-REFUSING_TASKS = [chosen for chosen in TASKS
-                  if any(getattr(case.check, "raises", None) for case in _reference_outcomes(*chosen)[0])]
+REFUSING_TASKS = [(unit.name, task) for unit in UNITS for task, cases in build_cases(unit).items()
+                  if any(getattr(case.check, "raises", None) for case in cases)]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(REFUSING_TASKS), st.data())
 def test_a_refusal_left_out_is_named_by_kinds_only_the_accepted_calls_pass(chosen, data):
     cases, outcomes, names = _reference_outcomes(*chosen)
-    refusing = [case for case in cases if getattr(case.check, "raises", None)]
+    refusing = [case for case in cases if getattr(case.check, "raises", None) and case.probe["op"] == "call"]
+    if not refusing:
+        return
     accepted = data.draw(st.lists(st.sampled_from(refusing), min_size=1, unique_by=lambda case: case.id))
     edited = {**outcomes, **{case.id: {"value": {"tensor": torch.zeros(1)}} for case in accepted}}
     failing, said = _explain(cases, edited, names)
@@ -170,6 +173,45 @@ def test_a_refusal_left_out_is_named_by_kinds_only_the_accepted_calls_pass(chose
     assert said.startswith(prefix), said
     returning = [case for case in cases if case.probe["op"] == "call" and not getattr(case.check, "raises", None)]
     _assert_kinds(said[len(prefix):].split(", which the reference")[0], names, accepted, returning)
+
+
+TERSE = {"type": "ValueError", "mro": ["ValueError", "Exception", "BaseException", "object"],
+         "message": "invalid arguments", "where": ""}
+
+
+def _raised(case, error):
+    """``error`` as the job reports it for ``case``: a module raises in its forward where it is called, else in its
+    __init__."""
+    if case.probe["op"] != "module":
+        return {"error": error}
+    if case.probe.get("x") is None:
+        return {"init": {"error": error}}
+    return {"init": {"value": {"type_name": "module", "repr": ""}}, "forward": {"error": error}}
+
+
+# The tasks with a refusal whose check reads the values in the message (learned's length check: L and max_len).
+MESSAGE_TASKS = [chosen for chosen in REFUSING_TASKS
+                 if any(getattr(case.check, "raises", None) and not case.check(_raised(case, TERSE)).passed
+                        for case in build_cases(units.get(chosen[0]))[chosen[1]])]
+
+
+def test_some_task_reads_the_values_in_a_refusal_s_message():
+    assert ("positional_encodings", "learned") in MESSAGE_TASKS
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(MESSAGE_TASKS), st.data())
+def test_a_refusal_whose_message_leaves_the_values_out_is_named_so(chosen, data):
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    refusing = [case for case in cases if getattr(case.check, "raises", None)]
+    terse = data.draw(st.lists(st.sampled_from(refusing), min_size=1, unique_by=lambda case: case.id))
+    edited = {**outcomes, **{case.id: _raised(case, TERSE) for case in terse}}
+    failing, said = _explain(cases, edited, names)
+    if not failing:  # these checks read no value in the message
+        assert said is None
+        return
+    assert said == ("your ValueError's message does not give the values in conflict: the check reads them there "
+                    "(say which argument is wrong, and its value)"), said
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,8 +15,9 @@ is wrong. These names come from the outcomes alone, through three questions aske
   input's dtype raised to float32 from half precision. It is named only where one such rule holds on every case
   and differs from the reference's: "your result's dtype is always float64, where the reference's is `q`'s and
   `k`'s dtype: the values are right".
-* **Refusals.** Does every failing call return a result where the check wants an exception (or raise ValueError
-  where the reference answers)? Then the kinds of number those calls pass (NaN, infinite, zero, negative, between
+* **Refusals.** Does every failing call raise the exception the check wants, with a message short of the values
+  in conflict? Then that is the name. Does every failing call return a result where the check wants an exception
+  (or raise ValueError where the reference answers)? Then the kinds of number those calls pass (NaN, infinite, zero, negative, between
   0 and 1, odd: never the values, which are the hidden cases') that no call of the other side passes: "your
   function returns a result where it should raise ValueError: for `factor` NaN or infinite, ...".
 
@@ -170,6 +171,14 @@ def _listed(pairs):
     return "; ".join(f"`{name}` {' or '.join(kinds)}" for name, kinds in by_name.items())
 
 
+def _step(outcome):
+    """The outcome of a call, or of a module's last step that ran (its forward, else its __init__)."""
+    outcome = outcome if isinstance(outcome, dict) else {}
+    if "init" in outcome:
+        return outcome.get("forward") if isinstance(outcome.get("forward"), dict) else outcome["init"]
+    return outcome
+
+
 def _refusals(cases, results, failing, names):
     """Where every failing case is a refusal the other way round: a result where the reference raises (the check
     wants an exception), or an exception where the reference returns one; named by the kinds of the numbers the
@@ -181,6 +190,11 @@ def _refusals(cases, results, failing, names):
     def kinds_of(group):
         return set().union(*(_argument_kinds(case, names) for case in group)) if group else set()
 
+    if all(getattr(case.check, "raises", None) and case.check.raises in
+           ((_step(results[case.id]).get("error") or {}).get("mro") or ()) for case in failing):
+        # The right exception, and a message the check finds short of the values in conflict.
+        return (f"your {failing[0].check.raises}'s message does not give the values in conflict: the check reads "
+                "them there (say which argument is wrong, and its value)")
     if all(getattr(case.check, "raises", None) and "value" in (results[case.id] or {}) for case in failing):
         exception = failing[0].check.raises
         reasons = set.intersection(*(_argument_kinds(case, names) for case in failing)) - kinds_of(returning)
@@ -208,12 +222,12 @@ def explain(cases, results, failing_tests, names):
     names}."""
     failing = [case for case in cases if case.test in failing_tests and case.scored
                and results.get(case.id) is not None and not _passes(case, results[case.id])]
-    if not failing or any(case.probe.get("op") in SEQUENCE_OPS for case in failing):
+    if not failing:
         return None
-    outcomes = [results[case.id] for case in failing]
     refusal = _refusals(cases, results, failing, names)
-    if refusal:
+    if refusal or any(case.probe.get("op") in SEQUENCE_OPS for case in failing):
         return refusal
+    outcomes = [results[case.id] for case in failing]
     if all(isinstance(outcome, dict) and outcome.get("changed") and _passes(case, _without_changes(outcome))
            for case, outcome in zip(failing, outcomes)):
         said = list(dict.fromkeys(_place(where, names.get(case.probe.get("name"), ()))

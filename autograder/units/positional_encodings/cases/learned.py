@@ -66,6 +66,15 @@ def _stage(outcome, stage):
     return outcome.get(stage)
 
 
+def _at_stage(raises, stage):
+    """``raises`` (a raises_check) read at one stage of a module probe's outcome, saying what it wants as it does."""
+    def check(outcome):
+        return raises(_stage(outcome, stage))
+
+    check.raises = raises.raises
+    return check
+
+
 def _forward_check(label, expected, mistakes=(), terms=None):
     tensor = tensor_check(label, expected, atol=1e-6, rtol=1e-6, mistakes=mistakes,
                           axes=("batch", "position", "feature"), terms=terms, inputs=("x",))
@@ -233,13 +242,13 @@ def build(rng, generator):
         label = _label(init, x)
         raises = raises_check(label, "ValueError", f" (L={length} > max_len={max_len})", must_mention=(length, max_len))
         cases.append(Case("learned_length_check", label, _module_probe(init, x, weight),
-                          lambda outcome, raises=raises: raises(_stage(outcome, "forward"))))
+                          _at_stage(raises, "forward")))
     for mode in ["sum", "Concat"]:
         init = (8, 4, mode)
         label = _label(init)
         raises = raises_check(label, "ValueError", f" in __init__ (mode {mode!r} is neither 'add' nor 'concat')")
         cases.append(Case("learned_length_check", label, _module_probe(init),
-                          lambda outcome, raises=raises: raises(_stage(outcome, "init"))))
+                          _at_stage(raises, "init")))
 
     for mode, d in [("add", 6), ("concat", 3)]:
         max_len, length = 10, 6
