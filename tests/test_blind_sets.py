@@ -35,8 +35,9 @@ Measured as written (2026-12-02), before the grader learnt anything from them:
   place, three dtypes). A mistake whose message the check reads is no longer named by an edit that raises the
   same exception with the reference's message (learned__message_without_values). With refusals named by the
   kinds of number the failing calls pass and no call of the other side does (NaN, infinite, zero, negative,
-  between 0 and 1, odd; never a value), and a refusal's message short of the values its check reads: 84 of 110
-  (76%), each name checked against the file's first line.
+  between 0 and 1, odd; never a value), a refusal's message short of the values its check reads, two more dtype
+  rules (kept where floating, float32 from integers; float64 only from float64) and a task wrong on the meta
+  device only (a tensor made on the CPU): 86 of 110 (78%), each name checked against the file's first line.
 
 Left out of the files here, and why: two written after Hugging Face's and the ALiBi authors' code (the kit's code
 is its own); two that build a tensor on the CPU where the input is on another device (caught only by a grader
@@ -127,6 +128,7 @@ NAMED = {
         "scaled_positions__float_then_inplace": "your function changes `positions` in place",
         "alibi_slopes__while_loop_no_check": "where it should raise ValueError: for `num_heads` negative or zero",
         "scaled_positions__only_checks_sign": "where it should raise ValueError: for `factor` NaN or infinite",
+        "scaled_positions__plain_division": "`positions`'s dtype where it is floating, else float32",
         "scaled_positions__rejects_factor_below_one": "raises ValueError where the reference returns a result: for "
                                                       "`factor` between 0 and 1",
     },
@@ -157,7 +159,11 @@ NAMED = {
         "scaled_rope_scores__positions_must_be_one_dimensional": "`positions.shape[0]` where the reference has",
         "yarn_inverse_frequencies__equal_betas_rejected": "`0 < beta_slow < beta_fast < math.inf`",
         # Named from the outcomes' form.
-        "scaled_rope_scores__half_input_returns_float32": "`q`'s dtype, but float32 where `q` is float16 or bfloat16",
+        # Both rules hold on every case (float32 from half precision and from float32): the first one read is said.
+        "scaled_rope_scores__half_input_returns_float32": "float64 where `q` is float64, else float32, where the "
+                                                          "reference's is `q`'s and `k`'s dtype",
+        "scaled_rope_scores__default_positions_on_cpu": "a tensor your function makes is on the CPU, not on the "
+                                                        "inputs' device",
         "scaled_rope_scores__rotates_q_in_place": "your function changes `q` and `k` in place",
         "yarn_attention_scale__mscale_must_be_positive": "raises ValueError where the reference returns a result: "
                                                          "for `mscale` negative",

@@ -10,7 +10,9 @@ as the job runs them, read back as the grader reads them) are edited as a slip e
 * the outcomes as they are: nothing fails, nothing named;
 * a result where the reference refuses, or ValueError where it answers: named, if at all, by kinds of number
   (NaN, infinite, zero, ...) that the failing calls pass and no call of the other side does;
-* the right exception with a message short of the values the check wants: named so.
+* the right exception with a message short of the values the check wants: named so;
+* errors on the meta device only: named by the error (a tensor made on the CPU, or values read), never where a
+  real tensor's case fails too.
 
 Then the grader, for real: a submission that changes an input in place, and one whose check lets NaN and
 infinity through, are named so in their own task's feedback, with the points a failing test always loses.
@@ -236,6 +238,35 @@ def test_a_refusal_too_wide_is_named_by_the_kind_it_refuses(chosen, data):
     assert f"`{chosen_kind[0]}` " in said and chosen_kind[1] in said, (chosen_kind, said)
     _assert_kinds(said[len(prefix):].split(" (a check wider")[0], names, refused,
                   [case for case in returning if case not in refused])
+
+
+META_TASKS = [(unit.name, task) for unit in UNITS for task, cases in build_cases(unit).items()
+              if any(getattr(case.check, "expected_device", None) == "meta" and case.scored for case in cases)]
+
+
+@pytest.mark.parametrize("message, words", [
+    ("Cannot copy out of meta tensor; no data!", "a tensor your function makes is on the CPU"),
+    ("Expected all tensors to be on the same device, but found at least two devices, meta and cpu!",
+     "a tensor your function makes is on the CPU"),
+    ("Tensor.item() cannot be called on meta tensors", "your function reads a tensor's values into Python"),
+], ids=["copied_off", "two_devices", "values_read"])
+def test_a_task_wrong_on_the_meta_device_only_is_named_by_what_it_did_there(message, words):
+    assert len(META_TASKS) >= 10  # every task that takes tensors has a meta case (issue 37)
+    error = {"type": "RuntimeError", "mro": ["RuntimeError", "Exception", "BaseException", "object"],
+             "message": message, "where": ""}
+    for chosen in META_TASKS:
+        cases, outcomes, names = _reference_outcomes(*chosen)
+        meta = [case for case in cases if getattr(case.check, "expected_device", None) == "meta"]
+        failing, said = _explain(cases, {**outcomes, **{case.id: _raised(case, error) for case in meta}}, names)
+        assert failing and said is not None and said.startswith(words), (chosen, said)
+        # Wrong on real tensors too: not a slip of the device.
+        real = next(case for case in cases if case.scored and case.probe["op"] == "call" and case not in meta
+                    and _tensor(outcomes[case.id]) is not None and _tensor(outcomes[case.id]).numel())
+        wrong = _tensor(outcomes[real.id]).clone()
+        wrong.view(-1)[0] += 7
+        edited = {**outcomes, **{case.id: _raised(case, error) for case in meta},
+                  real.id: {**outcomes[real.id], "value": {**outcomes[real.id]["value"], "tensor": wrong}}}
+        assert _explain(cases, edited, names)[1] is None, chosen
 
 
 IN_PLACE = '''

@@ -369,7 +369,7 @@ def device_check(label, expected_device, expected_shape, expected_dtype, inputs=
         changed = changed_inputs(outcome, label, inputs)
         return Verdict(False, changed) if changed else Verdict(True)
 
-    check.expected_dtype = expected_dtype  # for a reader of the case (core/form_slips.py)
+    check.expected_dtype, check.expected_device = expected_dtype, expected_device  # for a reader (core/form_slips.py)
     return check
 
 

@@ -5,16 +5,19 @@ way round).
 The error model (core/mutants.py) names a failure by an edit of the reference that gives the student's outputs.
 A slip of form often has no such edit: a student who computes in float64 throughout, or who keeps the integer
 dtype of the positions, writes a function the reference's text is far from, and yet the cases show exactly what
-is wrong. These names come from the outcomes alone, through three questions asked of every failing case:
+is wrong. These names come from the outcomes alone, through four questions asked of every failing case:
 
 * **In place.** Does the case pass once the inputs the call changed are forgotten? Then the only fault is that
   change: "your function changes `q` and `k` in place: the values it returns are right".
 * **Dtype.** Does the case pass once the result is cast to the reference's dtype (or hold the reference's values
   to its own, coarser dtype's precision, as the check tells it)? Then the rule the student's dtype follows is
   read off every case that returned a tensor (passing ones too): one input's dtype, always one dtype, or one
-  input's dtype raised to float32 from half precision. It is named only where one such rule holds on every case
+  input's dtype raised to float32 from half precision, or kept where floating and float32 from integers. It is named only where one such rule holds on every case
   and differs from the reference's: "your result's dtype is always float64, where the reference's is `q`'s and
   `k`'s dtype: the values are right".
+* **Device.** Does the task fail on the meta device only, and pass on real tensors? Then a tensor it makes is
+  on the CPU, not on the inputs' device (a result elsewhere, or an error of devices), or it reads values (an
+  error of a meta tensor's missing data).
 * **Refusals.** Does every failing call raise the exception the check wants, with a message short of the values
   in conflict? Then that is the name. Does every failing call return a result where the check wants an exception
   (or raise ValueError where the reference answers)? Then the kinds of number those calls pass (NaN, infinite, zero, negative, between
@@ -27,6 +30,7 @@ and never change points.
 """
 
 import math
+import re
 
 import torch
 
@@ -127,6 +131,14 @@ def _rule(observed):
         return " and ".join(f"`{name}`'s" for name in followed[:2]) + " dtype"
     if len(dtypes) == 1 and len(varied) > 1:
         return f"always {_shown(next(iter(dtypes)))}"
+    wide = [name for name in inputs if all(dtype == (torch.float64 if given[name] == torch.float64 else torch.float32)
+                                           for dtype, given in observed)]
+    if wide and len(dtypes) > 1:
+        return f"float64 where `{wide[0]}` is float64, else float32"
+    kept = [name for name in inputs if all(dtype == (given[name] if given[name].is_floating_point else torch.float32)
+                                           for dtype, given in observed)]
+    if kept and len(dtypes) > 1 and any(not given[kept[0]].is_floating_point for _, given in observed):
+        return f"`{kept[0]}`'s dtype where it is floating, else float32 (torch's division of integers)"
     lifted = [name for name in inputs if all(given[name].is_floating_point and
                                              torch.promote_types(given[name], torch.float32) == dtype
                                              for dtype, given in observed)]
@@ -179,6 +191,26 @@ def _step(outcome):
     return outcome
 
 
+_OFF_THE_DEVICE = re.compile(r"copy out of meta|same device|device type|on device|devices", re.IGNORECASE)
+_VALUES_READ = re.compile(r"item\(\)|tolist|numpy|data-dependent|cannot be called on meta|no data", re.IGNORECASE)
+
+
+def _meta_slip(outcomes):
+    """The name of a task right on real tensors and wrong on the meta device only, by what every failing call did:
+    returned a tensor on another device or met one (a tensor made on the CPU), or read values (none there)."""
+    values = [(outcome.get("value") or {}) for outcome in outcomes]
+    messages = [((outcome.get("error") or {}).get("message") or "") for outcome in outcomes]
+    if all(value and value.get("device", "cpu") != "meta" for value in values) or all(
+            "error" in outcome and _OFF_THE_DEVICE.search(message) and not _VALUES_READ.search(message.replace(
+                "copy out of meta tensor; no data", "")) for outcome, message in zip(outcomes, messages)):
+        return ("a tensor your function makes is on the CPU, not on the inputs' device: it works on CPU inputs and "
+                "fails on the meta device's (torch.arange(n) without device=..., or .to(t.device) of such a tensor)")
+    if all("error" in outcome and _VALUES_READ.search(message) for outcome, message in zip(outcomes, messages)):
+        return ("your function reads a tensor's values into Python (.item(), .tolist(), float(t), if t: ...): it works "
+                "on CPU inputs and fails on the meta device's, which have a shape and no values")
+    return None
+
+
 def _refusals(cases, results, failing, names):
     """Where every failing case is a refusal the other way round: a result where the reference raises (the check
     wants an exception), or an exception where the reference returns one; named by the kinds of the numbers the
@@ -227,6 +259,10 @@ def explain(cases, results, failing_tests, names):
     refusal = _refusals(cases, results, failing, names)
     if refusal or any(case.probe.get("op") in SEQUENCE_OPS for case in failing):
         return refusal
+    if all(getattr(case.check, "expected_device", None) == "meta" for case in failing) and any(
+            getattr(case.check, "expected_device", None) != "meta" and _passes(case, results[case.id])
+            for case in cases if results.get(case.id) is not None):
+        return _meta_slip([results[case.id] for case in failing])
     outcomes = [results[case.id] for case in failing]
     if all(isinstance(outcome, dict) and outcome.get("changed") and _passes(case, _without_changes(outcome))
            for case, outcome in zip(failing, outcomes)):
