@@ -58,6 +58,12 @@ NAMED = {
     "rope_scores__blind_keys_turned_backwards": "the keys turn the other way",
     "rotary_angles__blind_exponent_i_over_d": "i/dh where pair i needs 2i/dh",
     "rotary_angles__blind_positions_cast_to_long": "fractional positions are cut to whole numbers",
+    # Named from the outcomes' form (autograder/core/form_slips.py).
+    "scaled_positions__blind_keeps_half_dtype": "your result's dtype is `positions`'s dtype where it is floating, "
+                                                "else float32",
+    "scaled_positions__blind_nan_accepted": "where it should raise ValueError: for `factor` NaN",
+    "scaled_positions__blind_rejects_factor_below_one": "raises ValueError where the reference returns a result: "
+                                                        "for `factor` between 0 and 1",
     "rotary_angles__blind_sin_cos_swapped": "cos and sin are swapped",
     "scaled_positions__blind_floor_division": "integer division",
     "scaled_positions__blind_multiplies": "multiplied by the factor",

@@ -329,8 +329,9 @@ BLIND_EXPECTED = {
 }
 # The blind variants that are, after all, one of the grader's known mistakes: for these a name is right.
 BLIND_KNOWN = {"t5_bucket_causal_abs_distance", "learned_std_squared"}
-# Named by the error model (autograder/core/mutants.py): an edit of the reference whose output is the variant's on
-# every case, each checked by hand against the variant's code. Words of the name.
+# Named by the error model (autograder/core/mutants.py: an edit of the reference whose output is the variant's on
+# every case) or from the outcomes' form (core/form_slips.py), each checked by hand against the variant's code.
+# Words of the name.
 MODEL_NAMED = {
     "learned_in_place_add": "`x.add_(rows)` where the reference has `x + rows`",
     "learned_concat_without_expand": "the step `.expand(...)` left out",
@@ -346,6 +347,8 @@ MODEL_NAMED = {
     "t5_bucket_log_of_max_distance_only": "`max_distance` where the reference has `max_distance / max_exact`",
     "t5_bucket_offset_includes_zero": "`relative_position >= 0` where the reference has `relative_position > 0`",
     "t5_bucket_sixteen_written_in": "the argument `num_buckets` ignored",
+    # Named from the outcomes' form (autograder/core/form_slips.py): the values right, an input changed.
+    "shaw_scales_q_in_place": "your function changes `q` in place",
 }
 ALL_VARIANTS = {**{name: (task, body, expected) for name, (task, body, expected) in VARIANTS.items()},
                 **{name: (task, body, BLIND_EXPECTED[name]) for name, (task, body) in BLIND_VARIANTS.items()}}
