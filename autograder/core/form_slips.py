@@ -35,15 +35,9 @@ import re
 import torch
 
 from autograder.core.cases import _argument, _right_but_for_the_form
+from autograder.core.mutants import passes as _passes
 
 SEQUENCE_OPS = ("sequence", "module")  # the behaviour contracts' and the modules' probes: their checks name their own
-
-
-def _passes(case, outcome):
-    try:
-        return case.check(outcome).passed
-    except Exception:  # a check that cannot read it: no
-        return False
 
 
 def _place(where, names):

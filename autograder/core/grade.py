@@ -605,7 +605,8 @@ class Grader:
     def _named_by_model(self, seed, task, cases, results, scored):
         """``scored`` with a name in each failing test that names no mistake: the error model's (core/mutants.py:
         the mutants of the task's reference whose outcome is the student's on every case of the task), else a slip
-        of form the outcomes show (core/form_slips.py: an input changed in place, a dtype's rule). A declared
+        of form the outcomes show (core/form_slips.py: an input changed in place, a dtype's rule, a meta-only
+        failure, a refusal). A declared
         mistake, where one is named, stays the name; the points are the same either way."""
         # NotImplementedError is the stub's, unless the task's other calls ran: torch raises it too (copying out
         # of a meta tensor).
@@ -627,7 +628,7 @@ class Grader:
             except Exception:  # the names only add words: without them, the row stands as scored
                 words = ()
             said = mutants.likely_line(words) if words else None
-        if said is None:  # else a slip of form the outcomes show outright (an input changed in place, a dtype)
+        if said is None:  # else a slip of form the outcomes show outright (core/form_slips.py)
             try:
                 said = form_slips.explain(cases, probed, {test.id for test in unnamed}, self._parameters(task))
             except Exception:
