@@ -6,10 +6,7 @@ cell. A binding the check cannot read (exec, globals(), sys.modules...) is a fin
 student understands. Honest code, written in any of the usual ways, gives no finding.
 """
 
-import gc
 import sys
-import threading
-import time
 import types
 from pathlib import Path
 
@@ -517,91 +514,6 @@ def test_a_memoized_loop_bound_by_assignment_gets_no_timing_points(tmp_path, ref
     shaw = tests["shaw_speed"]
     assert shaw.score == 0, shaw.output
     assert "Python loop" in shaw.output and "_slow, line 6: for i in range(q.shape[-2]):" in shaw.output, shaw.output
-
-
-class _GilReleasingGarbage:
-    """A cycle whose collection runs Python code that lets another thread in, as a grader's closed files and
-    finished processes may when the collector runs in the middle of a parse."""
-
-    def __init__(self):
-        self.me = self
-
-    def __del__(self):
-        time.sleep(0.0001)
-
-
-def _run_with_frequent_collections(threads):
-    """Start ``threads`` and wait for them, with the garbage collector run often (so that it runs in the middle of a
-    parse, and a finalizer lets another thread in)."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(100, 10, 10)
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        gc.set_threshold(*thresholds)
-
-
-def test_the_loop_check_of_submissions_graded_at_once_in_threads_never_fails(reference_text):
-    """A class is graded several submissions at once, in threads of one grader: the check of one must not break
-    the check of another (CPython's ast.parse mixes up the depth counts of two threads that parse at once)."""
-    expected = findings(reference_text, SHAW_PATH)
-    outcomes, failures = [], []
-
-    def check(number):
-        for repeat in range(25):
-            for _ in range(3):
-                _GilReleasingGarbage()  # collected during the next parse, when the collector next runs
-            try:  # a text of its own each time: the check keeps the programs it read
-                outcomes.append(findings(f"{reference_text}\n# {number}.{repeat}\n", SHAW_PATH))
-            except Exception as error:  # noqa: BLE001 -- what a grading thread would have died of
-                failures.append(repr(error))
-
-    _run_with_frequent_collections([threading.Thread(target=check, args=(number,)) for number in range(4)])
-    assert failures == []
-    assert outcomes == [expected] * 100
-
-
-def test_the_error_model_builds_its_mutants_beside_other_threads_parses_without_failing_either():
-    """Every parse made while grading threads run goes through one lock (loop_check.parse): the error model
-    (core/mutants.py) builds a task's mutants in the thread that first needs them, beside the other threads' loop
-    checks; a parse of its own outside the lock made a whole submission a grader fault now and then."""
-    from autograder.core import mutants, units
-
-    unit = units.get("positional_encodings")
-    text = unit.finished_reference
-    expected = findings(text, SHAW_PATH)
-    counts = {}
-    failures = []
-
-    def build(task):
-        for _ in range(6):
-            for _ in range(3):
-                _GilReleasingGarbage()
-            try:
-                mutants._mutants_cached.cache_clear()
-                counts.setdefault(task, set()).add(len(mutants.mutants(unit, task)))
-            except Exception as error:  # noqa: BLE001 -- what a grading thread would have died of
-                failures.append(f"building {task}'s mutants: {error!r}")
-
-    def check(number):
-        for repeat in range(40):
-            for _ in range(3):
-                _GilReleasingGarbage()
-            try:  # a text of its own each time: the check keeps the programs it read
-                assert findings(f"{text}\n# {number}.{repeat}\n", SHAW_PATH) == expected
-            except Exception as error:  # noqa: BLE001
-                failures.append(f"the loop check: {error!r}")
-
-    try:
-        _run_with_frequent_collections([threading.Thread(target=build, args=(task,)) for task in ("shaw", "learned")]
-                                       + [threading.Thread(target=check, args=(number,)) for number in range(2)])
-    finally:
-        mutants._mutants_cached.cache_clear()
-    assert failures == []
-    assert all(len(sizes) == 1 and min(sizes) > 0 for sizes in counts.values()), counts  # the same mutants each time
 
 
 def test_a_loop_whose_count_is_written_in_the_text_is_left_out_and_one_from_the_inputs_is_not():

@@ -20,7 +20,7 @@ from pathlib import Path
 from secrets import token_hex
 
 from autograder.sandbox import cgroups, limits as _limits, users
-from autograder.core import diagnosis, form_slips, mutants, recognize, seeds, threads, timing, units, voice
+from autograder.core import diagnosis, form_slips, mutants, parsing, recognize, seeds, threads, timing, units, voice
 from autograder.intake.inert import inert
 from autograder.core.cases import build_cases, hints_of, lesson_of, likely
 from autograder.core.cases import Verdict
@@ -106,7 +106,10 @@ def grader_fault(name, what, error=None):
     results folder's log (batch.FAULT_LOG); it never goes into a test's output or a note.
     """
     incident = token_hex(4)
-    detail = "".join(traceback.format_exception(type(error), error, error.__traceback__)) if error is not None else ""
+    detail = ""
+    if error is not None:
+        with parsing.alone():  # the traceback module parses each line it underlines: see core/parsing.py
+            detail = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     record = inert(f"GRADER FAULT, incident {incident}, while grading {name}: {what}\n{detail}".rstrip())
     with _FAULT_LOCK:
         print(record, file=sys.stderr, flush=True)
@@ -464,7 +467,7 @@ class Grader:
         self.references = timing.ReferenceChildren(
             unit.finished_reference, self.limits, self.server, unit)
         # The code the unit borrows from other units, read here, before any grading thread: it is parsed, and
-        # ast.parse beside a thread's parse can fail (a CPython bug: see loop_check._PARSING).
+        # a parse beside a thread's parse can fail (a CPython bug: see core/parsing.py).
         self.given_chunks = unit.given_chunks
         recognize.prepare()  # the same: the code units hand out, parsed once, before any grading thread
         # How a refused entry's row names what it was graded as (core/recognize.py): a way in may say it its way.

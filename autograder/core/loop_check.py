@@ -34,8 +34,9 @@ import builtins
 import functools
 import re
 import sys
-import threading
 import warnings
+
+from autograder.core.parsing import check_compiles, parse
 
 
 def loops_in(sources, names):
@@ -438,20 +439,6 @@ _REFUSED_STORES = {"__call__", "__wrapped__", "__class__", "__defaults__", "__kw
 _REFUSED_MODULE_NAMES = {"__getattr__", "__builtins__", "__dict__", "__class__"}
 
 
-# ast.parse keeps one depth count for the whole interpreter, not one per thread: when a garbage collection in the
-# middle of one parse runs Python code (a finalizer) and another thread parses meanwhile, the first raises
-# SystemError("AST constructor recursion depth mismatch"), a CPython bug (gh-106905 and its kin). The grader
-# grades several submissions at once in threads: one parse at a time.
-_PARSING = threading.Lock()
-
-
-def parse(source, mode="exec"):
-    """ast.parse, one at a time in this process (see _PARSING): every parse made while grading threads run goes
-    through here."""
-    with _PARSING:
-        return ast.parse(source, mode=mode)
-
-
 _COMPILE_CHECK = "<the loop check's compile of a submission>"
 # compile() warns of dubious code ("is" with a literal): the job shows its own warnings, the check none
 warnings.filterwarnings("ignore", module=re.escape(_COMPILE_CHECK) + r"\Z")
@@ -805,13 +792,11 @@ class _Program:
         self._defined = set()  # names certainly bound by the statements read so far
         for label, text in sources:
             try:
-                with _PARSING:
-                    tree = ast.parse(text)
-                    # Code that parses but does not compile (a nonlocal with no binding, a return outside a
-                    # function) does not run either: read, it could stand in for a definition that runs.
-                    # (A kernel's cells may await at their top level: IPython runs them so.)
-                    compile(tree, _COMPILE_CHECK, "exec", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if course else 0,
-                            dont_inherit=True)
+                tree = parse(text)
+                # Code that parses but does not compile (a nonlocal with no binding, a return outside a
+                # function) does not run either: read, it could stand in for a definition that runs.
+                # (A kernel's cells may await at their top level: IPython runs them so.)
+                check_compiles(tree, _COMPILE_CHECK, ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if course else 0)
             except SyntaxError:
                 continue  # the grader reports code that does not compile elsewhere; none of it runs
             self._statements(tree.body, label, text.splitlines(), None, False, [True])

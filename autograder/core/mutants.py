@@ -37,7 +37,7 @@ import torch
 
 from autograder.core.cases import returned_value
 from autograder.core.compare import mismatch
-from autograder.core.loop_check import parse
+from autograder.core.parsing import parse
 from autograder.intake.load import Submission
 
 PREFIX = "_mutant_"  # the name a mutant is defined under in its job: PREFIX + number + "_" + the function's name
@@ -395,7 +395,7 @@ def _within(inner, outer):
 
 def _definitions(source):
     """{name: node} of the module-level functions and classes of ``source`` (parsed one at a time: ast.parse is
-    not safe beside another thread's, see loop_check._PARSING)."""
+    not safe beside another thread's, see core/parsing.py)."""
     tree = parse(source)
     found = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     for definition in found.values():  # docstrings dropped: a mutant's text is read by nobody, and made thousands of times
@@ -658,7 +658,9 @@ def _renamed_probe(probe, mutant, clones=None):
 def run_mutants(unit, cases, chosen, limits, server, run_submission, plan_type):
     """{mutant number: {case id: outcome}} for each of ``chosen`` on ``cases`` (one task's), in one job of the usual
     limits: the finished reference with the mutants' definitions after it. A mutant whose calls hung or whose job
-    broke has no outcomes (it is named by nothing)."""
+    broke has no outcomes (it is named by nothing). Mutants that the job's time limit left unrun (a loaded machine
+    runs fewer in the time) run in a job of their own again, for as long as each job gets further: what the model
+    names must not depend on the machine's load."""
     found = {}
     for start in range(0, len(chosen), BATCH):
         found.update(_run_batch(unit, cases, chosen[start:start + BATCH], limits, server, run_submission, plan_type))
@@ -666,6 +668,20 @@ def run_mutants(unit, cases, chosen, limits, server, run_submission, plan_type):
 
 
 def _run_batch(unit, cases, chosen, limits, server, run_submission, plan_type):
+    found = {}
+    while chosen:
+        outcome = _run_job(unit, cases, chosen, limits, server, run_submission, plan_type)
+        ran = {m.number: outcome.results[f"mutant {m.number}"] for m in chosen
+               if f"mutant {m.number}" in outcome.results}
+        found.update(ran)
+        unrun = set(outcome.unrun)
+        if not ran and not set(outcome.failures) - unrun:
+            break  # nothing got further (the job did not load): the rest have no outcomes
+        chosen = [m for m in chosen if f"mutant {m.number}" in unrun]
+    return found
+
+
+def _run_job(unit, cases, chosen, limits, server, run_submission, plan_type):
     source = unit.finished_reference
     chunks = [{"label": f"{unit.module_name}.py", "source": source},
               {"label": "the error model's mutants", "source": "\n\n\n".join(m.source for m in chosen) + "\n"}]
@@ -675,8 +691,7 @@ def _run_batch(unit, cases, chosen, limits, server, run_submission, plan_type):
     torch.save({"tasks": [{"task": name, "probes": probes} for name, probes in tasks.items()]}, buffer)
     plan = plan_type(buffer.getvalue(), {name: {probe["id"]: probe["op"] for probe in probes}
                                          for name, probes in tasks.items()}, unit.module_name, unit.job_source)
-    outcome = run_submission(submission, plan, list(tasks), limits, server)
-    return {m.number: outcome.results[f"mutant {m.number}"] for m in chosen if f"mutant {m.number}" in outcome.results}
+    return run_submission(submission, plan, list(tasks), limits, server)
 
 
 # --- comparing outcomes -------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.core import units
-from autograder.core.loop_check import parse
+from autograder.core.parsing import parse
 
 OWN_WEIGHT = 1.0  # one of the unit's own task functions
 LENT_WEIGHT = 0.5  # a function another unit hands out finished (for its owner, or for the units handing it out)
@@ -62,7 +62,7 @@ GIVEN_END = "# --- End of the given code."
 
 
 def _parse(source):
-    """The syntax tree of ``source``, or None where it does not parse. One parse at a time (loop_check._PARSING:
+    """The syntax tree of ``source``, or None where it does not parse. One parse at a time (core/parsing.py:
     ast.parse is not safe beside another thread's)."""
     try:
         return parse(source)
@@ -176,7 +176,7 @@ def handed_out_forms():
     for borrower in units.all_units():
         for lender in borrower.borrowed:
             owned = units.get(lender).rubric.TASK_OF_FUNCTION
-            tree = ast.parse(borrower.given_code(lender))
+            tree = parse(borrower.given_code(lender))
             for name, node in _top_level(tree.body):
                 if node is not None and name in owned:
                     forms.setdefault((lender, name), {})[borrower.name] = normal_form(node)

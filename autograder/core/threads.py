@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+from autograder.core import parsing
+
 _SCANNED = ("autograder.core", "autograder.intake", "autograder.sandbox")
 _done = set()  # modules whose imports were made already, in this process
 _lock = threading.Lock()
@@ -50,7 +52,7 @@ def _imports_in(module):
     if not path or not path.endswith(".py"):
         return []
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+        tree = parsing.parse(Path(path).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return []
     found = []

@@ -29,6 +29,8 @@ import textwrap
 from functools import cached_property
 from pathlib import Path
 
+from autograder.core import parsing
+
 ROOT = Path(__file__).resolve().parents[2]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"  # a reference's solution regions (nbgrader's markers)
 FOLDER = ROOT / "autograder" / "units"  # one package a unit
@@ -91,7 +93,7 @@ class Unit:
         names = self.borrowed[other]
         lender = get(other)
         source = lender.finished_reference
-        tree = ast.parse(source)
+        tree = parsing.parse(source)
         parts = {}  # the module-level definitions and assignments of the lender, by the names they bind
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -132,7 +134,7 @@ class Unit:
         if not borrowed:
             return source
         lines = source.splitlines()
-        for node in reversed(ast.parse(source).body):
+        for node in reversed(parsing.parse(source).body):
             other = _lender(node)
             if other is None:
                 continue
@@ -151,7 +153,7 @@ class Unit:
         """The given code of every unit this one borrows from, as chunks of a submission: the grader runs them after
         the student's own chunks in every job (and its loop check reads them there), so that the lender's reference
         is what the student's functions call. Made once (it parses the lender's reference: the grader reads it
-        before its grading threads start, since ast.parse is not safe beside them, see loop_check._PARSING)."""
+        before its grading threads start, since a parse is not safe beside them, see core/parsing.py)."""
         return [{"label": f"the given code of {other}", "source": self.given_code(other)} for other in self.borrowed]
 
     @cached_property

@@ -15,7 +15,7 @@ import ast
 import os
 from pathlib import Path
 
-from autograder.core import units
+from autograder.core import parsing, units
 from autograder.core.units import BEGIN, END, strip_markers  # noqa: F401  (the reference's markers, here too)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def make_stub(source, unit):
     """The student version of ``source`` (``unit``'s reference): each solution region replaced by a
     NotImplementedError naming its task, and the code it borrows from other units written in (``Unit.with_given``)."""
     source = unit.with_given(source)
-    tree = ast.parse(source)
+    tree = parsing.parse(source)
     lines = source.splitlines()
     regions = solution_regions(source)
     out, position = [], 0
@@ -101,7 +101,7 @@ def task_of_names(reference, unit):
     """{function or method name: task} for every function of the reference a task owns: its graded functions and
     classes, and the methods of those classes (a student's traceback names the method)."""
     found = dict(unit.rubric.TASK_OF_FUNCTION)
-    for node in ast.parse(reference).body:
+    for node in parsing.parse(reference).body:
         if isinstance(node, ast.ClassDef) and node.name in found:
             for inner in node.body:
                 if isinstance(inner, ast.FunctionDef):

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core import parsing
+
 ROOT = Path(__file__).resolve().parents[2]
 COURSE = ROOT / "assignments"
 
@@ -73,7 +75,7 @@ def parse_lesson(text):
 def function_source(reference, name):
     """The source of the top-level function or class ``name`` in ``reference``."""
     lines = reference.splitlines()
-    for node in ast.parse(reference).body:
+    for node in parsing.parse(reference).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
             end = node.end_lineno
             # The AST ends at the last statement; an indented comment after it (### END SOLUTION) belongs too.

@@ -30,6 +30,8 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from autograder.core import parsing
+
 ROOT = Path(__file__).resolve().parents[2]
 LONGEST_NAME = 30  # nbformat caps a cell id at 64 characters, and every grade id starts with the unit's name
 # Names a unit's module cannot take: files beside it in the student folder, the names the job gives code, the
@@ -372,7 +374,7 @@ def _declared(root):
     orders, ids, shipped = [], set(), set()
     for rubric in sorted((Path(root) / "autograder" / "units").glob("*/rubric.py")):
         try:
-            tree = ast.parse(rubric.read_text(encoding="utf-8"))
+            tree = parsing.parse(rubric.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):
@@ -619,7 +621,7 @@ class Check:
             return
         source = unit.reference_path.read_text(encoding="utf-8")
         try:
-            tree = ast.parse(source)
+            tree = parsing.parse(source)
             regions = solution_regions(source)
         except (SyntaxError, ValueError) as error:
             self.problem(f"{self.reference_file} cannot be read: {_error(error)}")
@@ -678,7 +680,7 @@ class Check:
                              f"once, by one line: from solutions.{other} import {', '.join(functions)}")
                 continue
             try:
-                given = ast.parse(unit.given_code(other))
+                given = parsing.parse(unit.given_code(other))
             except Exception as error:
                 self.problem(f"{where}: the code borrowed from {other} cannot be given ({_error(error)})")
                 continue
@@ -809,7 +811,7 @@ class Check:
             self.problem(f"two timed paths are called {name} in {where}")
         defined = set()
         try:
-            defined = {node.name for node in ast.parse(unit.reference_path.read_text(encoding="utf-8")).body
+            defined = {node.name for node in parsing.parse(unit.reference_path.read_text(encoding="utf-8")).body
                        if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
         except (OSError, SyntaxError):
             pass

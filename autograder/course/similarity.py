@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from autograder.core import units
+from autograder.core import parsing, units
 from autograder.intake.inert import csv_cell, inert, inert_line
 from autograder.intake.load import LoadError, class_entries, load, submission_name
 
@@ -708,7 +708,7 @@ def _statement_tokens(statement, function):
     tokens = _tokens(text)
     written = [node for node in ast.walk(statement) if isinstance(node, ast.stmt)]
     try:
-        again = [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.stmt)]
+        again = [node for node in ast.walk(parsing.parse(text)) if isinstance(node, ast.stmt)]
     except (SyntaxError, ValueError):  # not expected of ast.unparse's text; the statement's lines stand for all
         again = []
     owner = {}  # row of ``text``: the original lines of the innermost statement there
@@ -816,7 +816,7 @@ def _definitions(submission):
     found, notes = {}, []
     for chunk in submission.chunks:
         try:
-            tree = ast.parse(chunk["source"])
+            tree = parsing.parse(chunk["source"])
         except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
             where = f" at line {error.lineno}" if getattr(error, "lineno", None) else ""
             notes.append(f"{chunk['label']} does not parse{where} ({type(error).__name__}); "
@@ -880,7 +880,7 @@ def _stub_scopes(unit):
     from autograder.course.build import make_stub
 
     stub = make_stub(unit.reference_path.read_text(encoding="utf-8"), unit)
-    return [node for node in ast.parse(stub).body if isinstance(node, _SCOPES)]
+    return [node for node in parsing.parse(stub).body if isinstance(node, _SCOPES)]
 
 
 def stub_givens(unit):

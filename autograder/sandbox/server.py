@@ -69,6 +69,8 @@ class RunOutcome:
     loaded: dict = None  # {"errors": [...], "defined": [...]} once the submission's code has run
     results: dict = field(default_factory=dict)  # task -> {probe id: outcome}
     failures: dict = field(default_factory=dict)  # task -> why it has no results
+    # The tasks the submission's time limit left unrun (in failures too): not their own fault, the run's length.
+    unrun: list = field(default_factory=list)
     load_failure: str = ""  # set when the code never finished loading
     # What the job wrote to stderr before it was sent the hidden inputs (before its L frame): the only output of a
     # job that is ever returned, for a load failure to quote. What it wrote later may hold hidden values.
@@ -922,6 +924,7 @@ def run_submission(submission, plan, task_names, limits=None, server=None):
             if remaining and time.monotonic() > deadline:
                 for task in remaining:
                     outcome.failures[task] = f"not run: the submission's time limit of {limits.wall_seconds:g} s ran out"
+                outcome.unrun = remaining
                 break
     finally:
         if own:
