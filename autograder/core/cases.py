@@ -438,6 +438,7 @@ def tensor_check(label, expected, *, atol=1e-5, rtol=1e-5, mistakes=(), expected
     # What the check holds, for tools that read a unit's cases (check-unit: is each declared mistake caught?).
     check.expected, check.mistakes, check.atol, check.rtol = expected, tuple(mistakes), atol, rtol
     check.axes, check.coordinates, check.advice = axes, dict(coordinates or {}), tuple(advice)
+    check.also_accept = also_accept
     return check
 
 

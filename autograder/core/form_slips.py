@@ -5,7 +5,7 @@ way round).
 The error model (core/mutants.py) names a failure by an edit of the reference that gives the student's outputs.
 A slip of form often has no such edit: a student who computes in float64 throughout, or who keeps the integer
 dtype of the positions, writes a function the reference's text is far from, and yet the cases show exactly what
-is wrong. These names come from the outcomes alone, through four questions asked of every failing case:
+is wrong. These names come from the outcomes alone, through five questions asked of every failing case:
 
 * **In place.** Does the case pass once the inputs the call changed are forgotten? Then the only fault is that
   change: "your function changes `q` and `k` in place: the values it returns are right".
@@ -18,6 +18,10 @@ is wrong. These names come from the outcomes alone, through four questions asked
 * **Device.** Does the task fail on the meta device only, and pass on real tensors? Then a tensor it makes is
   on the CPU, not on the inputs' device (a result elsewhere, or an error of devices), or it reads values (an
   error of a meta tensor's missing data).
+* **Layout.** Does every failing result hold the reference's values laid out otherwise (its axes in another
+  order; the memory order of another order, reshaped; the right order in another shape; a last axis in halves
+  where the reference interleaves pairs, or the other way round; repeated along an axis)? Then that layout, the
+  one that moves the fewest axes where several fit.
 * **Refusals.** Does every failing call raise the exception the check wants, with a message short of the values
   in conflict? Then that is the name. Does every failing call return a result where the check wants an exception
   (or raise ValueError where the reference answers)? Then the kinds of number those calls pass (NaN, infinite, zero, negative, between
@@ -29,12 +33,14 @@ error model first (an edit of a line says more), and these where it finds nothin
 and never change points.
 """
 
+import itertools
 import math
 import re
 
 import torch
 
 from autograder.core.cases import _argument, _right_but_for_the_form
+from autograder.core.compare import _axis_names, _the_axis
 from autograder.core.mutants import passes as _passes
 
 SEQUENCE_OPS = ("sequence", "module")  # the behaviour contracts' and the modules' probes: their checks name their own
@@ -242,6 +248,108 @@ def _refusals(cases, results, failing, names):
     return None
 
 
+def _close(got, expected, atol, rtol):
+    return got.shape == expected.shape and bool(
+        torch.isclose(got, expected, atol=atol, rtol=rtol, equal_nan=True).all())
+
+
+def _order_words(order, axes):
+    """An order of the reference's axes, by their names where the check gives them, else by their places."""
+    if all(name == f"axis {a}" for a, name in enumerate(axes)):
+        return f"({', '.join(str(a) for a in order)})"
+    return f"({', '.join(axes[a] for a in order)})"
+
+
+def _layouts(case, outcome):
+    """The layouts of a right answer of the case's check (the reference's, or what the task gives with the grader's
+    stand-in for its helper) that the tensor ``outcome`` returned is: see _layouts_of."""
+    value = (outcome or {}).get("value") or {}
+    if "shape" in value and "tensor" not in value:
+        return None  # a meta tensor's description
+    found = set()
+    for answer in (getattr(case.check, "expected", None), getattr(case.check, "also_accept", None)):
+        layouts = _layouts_of(case, answer, outcome)
+        if layouts is None:
+            return None
+        found |= layouts
+    return found
+
+
+def _layouts_of(case, expected, outcome):
+    """The layouts of the reference's values that the tensor ``outcome`` returned is, each in the words that name it
+    (the same words for the same slip on every case): its axes in another order, the memory order of another
+    order reshaped, the right order in another shape, a last axis in halves where the reference interleaves pairs
+    (or the other way round), or an axis repeated. An empty set where none is; None where the case cannot tell (a
+    meta tensor, which has a shape and no values)."""
+    got = ((outcome or {}).get("value") or {}).get("tensor")
+    if not (isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor)) or expected.is_complex() \
+            or got.is_complex() or expected.dim() > 5:
+        return set()
+    if got.device.type == "meta" or expected.device.type == "meta" or not expected.numel():
+        return None  # no values to tell layouts apart
+    tolerance = [getattr(case.check, name, 1e-5) for name in ("atol", "rtol")]
+    atol, rtol = (float(torch.as_tensor(t, dtype=torch.float64).max()) for t in tolerance)
+    g, e = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
+    axes = _axis_names(e.shape, getattr(case.check, "axes", None))
+    found = set()  # (preference: fewer axes moved first, the words)
+    if g.numel() == e.numel():
+        reference = _order_words(range(e.dim()), axes)
+        for order in itertools.permutations(range(e.dim())):
+            moved = e.permute(order)
+            if not _close(g.reshape(-1), moved.reshape(-1), atol, rtol):
+                continue
+            moves = sum(a != b for a, b in zip(order, range(e.dim())))
+            if not moves:
+                found.add(((1, 0), "your output holds the reference's values in the right order, in another shape "
+                                   "(a dimension of size 1 too many, missing or misplaced, or a reshape to the wrong "
+                                   "shape)"))
+            elif tuple(moved.shape) == tuple(g.shape):
+                found.add(((0, moves), f"your output holds the reference's values with its axes in another order: "
+                                       f"laid out {_order_words(order, axes)} where the reference's is {reference} "
+                                       "(a transpose or permute missing, or one too many)"))
+            else:
+                found.add(((2, moves), f"your output holds the reference's values in the memory order of "
+                                       f"{_order_words(order, axes)}, reshaped: a reshape (or view) keeps the memory "
+                                       f"order, where the reference's {reference} needs the axes moved (permute or "
+                                       "transpose) first"))
+    size = e.shape[-1] if e.dim() else 0
+    if g.shape == e.shape and size >= 4 and size % 2 == 0:
+        halves = torch.cat([torch.arange(0, size, 2), torch.arange(1, size, 2)])
+        if _close(g, e[..., halves], atol, rtol):
+            found.add(((0, 0), "your output's last axis holds the reference's values as two halves (the even "
+                               "entries, then the odd ones), where the reference keeps each pair side by side, "
+                               "interleaved"))
+        if _close(g[..., halves], e, atol, rtol):
+            found.add(((0, 0), "your output's last axis interleaves the reference's values pair by pair, where the "
+                               "reference keeps them as two halves (the first half, then the second)"))
+    if g.dim() == e.dim():
+        wider = [a for a in range(e.dim()) if g.shape[a] != e.shape[a]]
+        if len(wider) == 1 and e.shape[wider[0]] and g.shape[wider[0]] % e.shape[wider[0]] == 0:
+            axis, times = wider[0], g.shape[wider[0]] // e.shape[wider[0]]
+            where = _the_axis(axes, axis)
+            if times > 1 and _close(g, e.repeat_interleave(times, dim=axis), atol, rtol):
+                found.add(((3, 0), f"your output has each of the reference's values {times} times in a row along "
+                                   f"{where} (repeat_interleave): the reference gives each once"))
+            if times > 1 and _close(g, torch.cat([e] * times, dim=axis), atol, rtol):
+                found.add(((3, 0), f"your output holds the reference's values {times} times over along {where} "
+                                   "(cat or repeat): the reference gives them once"))
+    return found
+
+
+def _layout_slip(failing, outcomes):
+    """The words of a layout that every failing case's tensor is (the cases on the meta device, which cannot tell,
+    aside: at least one case with values), the one that moves the fewest axes where several are; else None."""
+    common = None
+    for case, outcome in zip(failing, outcomes):
+        found = _layouts(case, outcome)
+        if found is None:
+            continue
+        common = found if common is None else common & found
+        if not common:
+            return None
+    return min(common)[1] if common else None
+
+
 def explain(cases, results, failing_tests, names):
     """The words naming a slip of form that explains every failing case of ``failing_tests`` (test ids), or None.
     ``cases`` are the task's, ``results`` the student's outcomes by case id, ``names`` {function: its parameters'
@@ -264,6 +372,9 @@ def explain(cases, results, failing_tests, names):
                                   for case, outcome in zip(failing, outcomes) for where in outcome["changed"]))
         listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
         return f"your function changes {listed} in place: the values it returns are right"
+    layout = _layout_slip(failing, outcomes)
+    if layout:
+        return layout
     coarser = set()  # the dtypes whose results hold the values to their own precision only
     for case, outcome in zip(failing, outcomes):
         dtype = _expected_dtype(case)

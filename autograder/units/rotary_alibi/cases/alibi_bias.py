@@ -121,7 +121,8 @@ def _case(test, length_q, length_k, slopes, causal=True, scored=True, by_keyword
             return verdict
         return Verdict(True, BLOOM_NOTE) if bloom(outcome).passed else verdict
 
-    check.expected, check.atol, check.rtol = expected, atol, rtol  # what it holds, for a reader (core/form_slips.py)
+    # What it holds, for a reader (core/form_slips.py).
+    check.expected, check.atol, check.rtol, check.axes = expected, atol, rtol, ("batch", "head", "query", "key")
     features = {"lengths": _order(length_q, length_k), "size 1": size_one(len(slopes), length_q, length_k),
                 "causal": f"causal={causal}", "dtype": f"dtype {str(slopes.dtype).replace('torch.', '')}",
                 "passing": "arguments by keyword" if by_keyword else "arguments by position"}
