@@ -209,12 +209,20 @@ def test_a_refusal_left_out_is_named_by_kinds_only_the_accepted_calls_pass(chose
     if not refusing:
         return
     accepted = data.draw(st.lists(st.sampled_from(refusing), min_size=1, unique_by=lambda case: case.id))
-    edited = {**outcomes, **{case.id: {"value": {"tensor": torch.zeros(1)}} for case in accepted}}
+    # Each not refused as the reference refuses it: a result, or an exception from deeper in the computation.
+    deeper = {"type": "ZeroDivisionError", "mro": ["ZeroDivisionError", "ArithmeticError", "Exception",
+                                                   "BaseException", "object"], "message": "division by zero", "where": ""}
+    did = {case.id: data.draw(st.sampled_from(["result", "error"])) for case in accepted}
+    edited = {**outcomes, **{case.id: {"value": {"tensor": torch.zeros(1)}} if did[case.id] == "result"
+                             else _raised(case, deeper) for case in accepted}}
     failing, said = _explain(cases, edited, names)
     assert failing
     if said is None:
         return
-    prefix = f"your function returns a result where it should raise {accepted[0].check.raises}: for "
+    done = set(did.values())
+    what = {frozenset({"result"}): "returns a result", frozenset({"error"}): "raises ZeroDivisionError"}.get(
+        frozenset(done), "returns a result (or raises ZeroDivisionError)")
+    prefix = f"your function {what} where it should raise {accepted[0].check.raises}: for "
     assert said.startswith(prefix), said
     returning = [case for case in cases if case.probe["op"] == "call" and not getattr(case.check, "raises", None)]
     _assert_kinds(said[len(prefix):].split(", which the reference")[0], names, accepted, returning)

@@ -227,15 +227,30 @@ def _refusals(cases, results, failing, names):
         # The right exception, and a message the check finds short of the values in conflict.
         return (f"your {failing[0].check.raises}'s message does not give the values in conflict: the check reads "
                 "them there (say which argument is wrong, and its value)")
-    if all(getattr(case.check, "raises", None) and "value" in (results[case.id] or {}) for case in failing):
+    def other_error(case):  # the type of the exception a call raised in place of the one its check wants
+        error = _step(results[case.id]).get("error") or {}
+        return error.get("type") if error and case.check.raises not in (error.get("mro") or ()) else None
+
+    if all(getattr(case.check, "raises", None) and ("value" in (results[case.id] or {}) or other_error(case))
+           for case in failing) and len({case.check.raises for case in failing}) == 1:
+        # Not refused as the reference refuses: a result, or an exception from deeper in the computation.
         exception = failing[0].check.raises
         reasons = set.intersection(*(_argument_kinds(case, names) for case in failing)) - kinds_of(returning)
         if not reasons:
             reasons = kinds_of(failing) - kinds_of(returning)
             if any(not (_argument_kinds(case, names) & reasons) for case in failing):
                 return None
-        return (f"your function returns a result where it should raise {exception}: for {_listed(reasons)}, which "
-                "the reference refuses (a check left out, or narrower than the docstring's)") if reasons else None
+        if not reasons:
+            return None
+        others = sorted({other_error(case) for case in failing} - {None})
+        if not others:
+            did = "returns a result"
+        elif all(other_error(case) for case in failing):
+            did = f"raises {' or '.join(others)}"
+        else:
+            did = f"returns a result (or raises {' or '.join(others)})"
+        return (f"your function {did} where it should raise {exception}: for {_listed(reasons)}, which the "
+                "reference refuses (a check left out, or narrower than the docstring's)")
     errors = [(results[case.id] or {}).get("error") for case in failing]
     if all(error and not getattr(case.check, "raises", None) and "ValueError" in (error.get("mro") or ())
            for case, error in zip(failing, errors)) and len({error.get("type") for error in errors}) == 1:
