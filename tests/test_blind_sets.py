@@ -40,7 +40,8 @@ Measured as written (2026-12-02), before the grader learnt anything from them:
   device only (a tensor made on the CPU): 86 of 110 (78%), each name checked against the file's first line.
   With layouts (2026-12-06: the reference's values with the axes in another order, reshaped in another order's
   memory order, in another shape, in halves where pairs are interleaved, or repeated along an axis), and a
-  refusal left out where some calls raise another exception from deeper in the computation: 90 of 110 (82%).
+  refusal left out where some calls raise another exception from deeper in the computation, and the model's
+  edit of a number argument with a default into its reciprocal (a scale used as a divisor): 91 of 110 (83%).
 
 Left out of the files here, and why: two written after Hugging Face's and the ALiBi authors' code (the kit's code
 is its own); two that build a tensor on the CPU where the input is on another device (caught only by a grader
@@ -101,6 +102,7 @@ NAMED = {
                                         "always int64",
         "sinusoidal__zero_d_model_allowed": "where it should raise ValueError: for `d_model` negative or zero",
         "learned__message_without_values": "your ValueError's message does not give the values in conflict",
+        "biased_scores__divides_by_scale": "`1 / scale` in place of `scale` (the argument used as a divisor",
         "t5_bias__permute_swaps_positions": "laid out (batch, head, key, query) where the reference's is (batch, "
                                             "head, query, key)",
     },

@@ -38,6 +38,10 @@ def test_mutants_are_the_reference_edited_once_and_say_so():
                for words in found), sorted(found)
     assert any(words.startswith("no check `if head_dim < 4 or head_dim % 2 != 0: raise ...`")
                for words in found)
+    # A scale used as a divisor where the docstring multiplies by it (its default written as 1 / sqrt(dh)): no edit
+    # of one expression gives it, the argument's reciprocal does.
+    first = units.get("positional_encodings")
+    assert any(m.words.startswith("`1 / scale` in place of `scale`") for m in mutants.mutants(first, "biased_scores"))
     for m in mutants.mutants(unit, "ntk_inverse_frequencies"):
         compile(m.source, "<mutant>", "exec")
         assert m.defined_as.startswith(mutants.PREFIX) and m.defined_as.endswith(m.function)

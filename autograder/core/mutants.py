@@ -420,6 +420,27 @@ def _detach_edits(definition):
     return found
 
 
+def _reciprocal_edits(definition):
+    """A number argument with a default (``scale=None``, ``base=10000.0``) replaced by its reciprocal as the first
+    statement: the slip of a student who divides by it where the docstring multiplies (or the other way round),
+    which no one edit of the reference's text gives where the default is written as a reciprocal itself."""
+    if not isinstance(definition, ast.FunctionDef):
+        return []
+    args = definition.args
+    positional = args.args[len(args.args) - len(args.defaults):]
+    defaulted = list(zip(positional, args.defaults)) + [(arg, value) for arg, value in
+                                                        zip(args.kwonlyargs, args.kw_defaults) if value is not None]
+    found = []
+    for arg, default in defaulted:
+        if isinstance(default, ast.Constant) and (default.value is None or type(default.value) is float):
+            name = arg.arg
+            number = f"isinstance({name}, (int, float)) and not isinstance({name}, bool)"
+            statement = parse(f"{name} = (1 / {name} if {name} else float('inf')) if {number} else {name}").body[0]
+            found.append((definition, statement, f"`1 / {name}` in place of `{name}` (the argument used as a divisor "
+                                                  "where it multiplies, or the other way round)"))
+    return found
+
+
 _SWAPPING = threading.Lock()  # an edit is made in the reference's tree and read there: one at a time
 
 
@@ -465,7 +486,7 @@ def _mutants_cached(source, task, functions):
                 said = _said(node, new, words, old_shown, new_shown)
                 mutants.append((function, text, said, (function, index, number), (definition, node, new), statement))
         _told_apart(mutants, first_of_function)
-        for number, (inner, statement, words) in enumerate(_detach_edits(definition)):
+        for number, (inner, statement, words) in enumerate(_detach_edits(definition) + _reciprocal_edits(definition)):
             edited = copy.deepcopy(definition)
             target = edited if inner is definition else next(
                 item for item in edited.body if isinstance(item, ast.FunctionDef) and item.name == inner.name)
