@@ -81,10 +81,12 @@ def make_stub(source, unit):
 
 
 LOOP_CHECK_IMPORT = "from autograder.core.loop_check import assert_no_loops, loops_in  # noqa: F401  (part of this module's interface)\n"
+PARSING_IMPORT = "from autograder.core.parsing import check_compiles, parse\n"
 
 
 def checks_text():
-    """The student's ``checks.py``: compare.py with the loop check's module written in where it is imported.
+    """The student's ``checks.py``: compare.py with the loop check's module written in where it is imported (and,
+    in it, the parser's, core/parsing.py).
 
     One file, so that a notebook needs one ``from checks import ...``, and nothing of the grader's package.
     """
@@ -93,6 +95,12 @@ def checks_text():
         raise RuntimeError("autograder/core/compare.py no longer imports the loop check the way build.py expects")
     loop_check = (ROOT / "autograder" / "core" / "loop_check.py").read_text(encoding="utf-8")
     body = loop_check[loop_check.index('"""', 3) + 3:].lstrip("\n")  # without its docstring
+    if body.count(PARSING_IMPORT) != 1:
+        raise RuntimeError("autograder/core/loop_check.py no longer imports the parser the way build.py expects")
+    parsing_text = (ROOT / "autograder" / "core" / "parsing.py").read_text(encoding="utf-8")
+    body = body.replace(PARSING_IMPORT, "# --- autograder/core/parsing.py " + "-" * 63 + "\n\n"
+                        + parsing_text[parsing_text.index('"""', 3) + 3:].lstrip("\n")
+                        + "\n# --- the rest of autograder/core/loop_check.py " + "-" * 49 + "\n")
     return compare.replace(LOOP_CHECK_IMPORT, "\n# --- autograder/core/loop_check.py " + "-" * 60 + "\n\n" + body
                            + "\n# --- the rest of autograder/core/compare.py " + "-" * 52 + "\n")
 
@@ -201,7 +209,7 @@ def generated_files(chosen=None):
     """
     from autograder.course.notebook import course_files
 
-    checks = GENERATED.format(source="autograder/core/compare.py and autograder/core/loop_check.py") + checks_text()
+    checks = GENERATED.format(source="autograder/core/compare.py, loop_check.py and parsing.py") + checks_text()
     loader = GENERATED.format(source="autograder/intake/load.py") + (
         ROOT / "autograder" / "intake" / "load.py").read_text(encoding="utf-8")
     files = {}
