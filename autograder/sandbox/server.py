@@ -69,7 +69,8 @@ class RunOutcome:
     loaded: dict = None  # {"errors": [...], "defined": [...]} once the submission's code has run
     results: dict = field(default_factory=dict)  # task -> {probe id: outcome}
     failures: dict = field(default_factory=dict)  # task -> why it has no results
-    # The tasks the submission's time limit left unrun (in failures too): not their own fault, the run's length.
+    # The tasks the submission's time limit left unrun, or cut short while they ran (in failures too): not their own
+    # fault, the run's length.
     unrun: list = field(default_factory=list)
     load_failure: str = ""  # set when the code never finished loading
     # What the job wrote to stderr before it was sent the hidden inputs (before its L frame): the only output of a
@@ -799,6 +800,10 @@ def _too_large(problem):
             "read. Return what the task asks for, of the shape its docstring gives")
 
 
+def _wall_ran_out(limits):
+    return f"the submission's time limit of {limits.wall_seconds:g} s ran out"
+
+
 def _run_once(server, submission, plan, tasks, limits, deadline):
     """One job for ``tasks``; returns (loaded, results, failures, load_failure, stderr).
 
@@ -858,7 +863,7 @@ def _run_once(server, submission, plan, tasks, limits, deadline):
                     break
                 now = time.monotonic()
                 if now > deadline:
-                    timed_out = f"the submission's time limit of {limits.wall_seconds:g} s ran out"
+                    timed_out = _wall_ran_out(limits)
                 elif loaded is not None and now - last_progress > limits.task_seconds:
                     timed_out = (f"it ran for more than {limits.task_seconds:g} s (an infinite loop, or a Python "
                                  "loop over many positions?)")
@@ -920,11 +925,13 @@ def run_submission(submission, plan, task_names, limits=None, server=None):
             outcome.loaded = outcome.loaded or loaded
             outcome.results.update(results)
             outcome.failures.update(failures)
+            # The task that was running when the submission's time ran out did not fail on its own: unrun too.
+            outcome.unrun += [task for task, why in failures.items() if why == _wall_ran_out(limits)]
             remaining = [task for task in remaining if task not in results and task not in failures]
             if remaining and time.monotonic() > deadline:
                 for task in remaining:
                     outcome.failures[task] = f"not run: the submission's time limit of {limits.wall_seconds:g} s ran out"
-                outcome.unrun = remaining
+                outcome.unrun += remaining
                 break
     finally:
         if own:
