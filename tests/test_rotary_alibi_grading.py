@@ -65,6 +65,11 @@ NAMED = {
     "scaled_positions__blind_rejects_factor_below_one": "raises ValueError where the reference returns a result: "
                                                         "for `factor` between 0 and 1",
     "rotary_angles__blind_sin_cos_swapped": "cos and sin are swapped",
+    "alibi_bias__heads_last": "laid out (batch, query, key, head) where the reference's is (batch, head, query, key)",
+    "alibi_bias__blind_heads_last": "laid out (batch, query, key, head) where the reference's is (batch, head, query, "
+                                    "key)",
+    "rotary_angles__repeated_to_head_dim": "the reference's values 2 times over along the pair axis",
+    "rotary_angles__blind_repeated_to_head_dim": "the reference's values 2 times over along the pair axis",
     "scaled_positions__blind_floor_division": "integer division",
     "scaled_positions__blind_multiplies": "multiplied by the factor",
     # Named by the error model (autograder/core/mutants.py), each checked against the file's code.

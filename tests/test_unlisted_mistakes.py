@@ -349,6 +349,9 @@ MODEL_NAMED = {
     "t5_bucket_sixteen_written_in": "the argument `num_buckets` ignored",
     # Named from the outcomes' form (autograder/core/form_slips.py): the values right, an input changed.
     "shaw_scales_q_in_place": "your function changes `q` in place",
+    "sinusoidal_transposed": "laid out (column, position) where the reference's is (position, column)",
+    "t5_bias_permute_reversed": "laid out (batch, head, key, query) where the reference's is (batch, head, query, key)",
+    "t5_bias_squeeze_drops_axes": "the reference's values in the right order, in another shape",
 }
 ALL_VARIANTS = {**{name: (task, body, expected) for name, (task, body, expected) in VARIANTS.items()},
                 **{name: (task, body, BLIND_EXPECTED[name]) for name, (task, body) in BLIND_VARIANTS.items()}}
