@@ -249,3 +249,29 @@ def test_a_kit_installed_into_the_python_environment_is_hidden_inside(monkeypatc
         assert "PLANTED" not in seen[True]  # the cover is read-only: no job leaves a file there for the next
     finally:
         shutil.rmtree(secret_folder)
+
+
+def test_a_task_cut_short_by_the_submission_s_time_limit_while_it_runs_is_unrun_not_its_own_failure(reference_text,
+                                                                                                  tmp_path):
+    """The task running when the whole submission's time ran out did not fail on its own: the error model runs
+    such a mutant again (core/mutants.py), where it once had no outcome and a loaded machine named another edit.
+    A task's own limit (task_seconds) is set far beyond the submission's here, so the submission's is what ends it."""
+    from autograder.units.positional_encodings import rubric
+    from autograder.core.cases import build_cases
+    from autograder.intake.load import load
+    from autograder.sandbox.server import ForkServer, Limits, run_submission, serialize_plan
+
+    path = tmp_path / "hangs_in_shaw.py"
+    path.write_text(reference_text + "\n\ndef shaw_scores(*args, **kwargs):\n    import time\n    time.sleep(600)\n")
+    tasks = ["sinusoidal", "shaw", "t5_bucket"]
+    server = ForkServer(True)
+    try:
+        outcome = run_submission(load(path), serialize_plan(build_cases(UNIT, rubric.SEED), UNIT), tasks,
+                                 Limits(wall_seconds=15, task_seconds=300), server)
+    finally:
+        server.close()
+    assert not outcome.load_failure
+    # shaw was running (or, on a machine slow to start the job, waiting) when the time ran out; t5_bucket waited.
+    assert {"shaw", "t5_bucket"} <= set(outcome.unrun) <= set(tasks), outcome.unrun
+    assert all("time limit" in outcome.failures[task] for task in outcome.unrun), outcome.failures
+    assert not set(outcome.results) & set(outcome.unrun)
