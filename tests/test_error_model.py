@@ -78,6 +78,26 @@ def test_mutants_that_a_job_s_time_limit_left_unrun_run_again_until_each_has_its
             assert mutants.same_outcome(outcomes[case.id], cut[number][case.id]), (number, case.label)
 
 
+def test_what_the_model_ran_is_what_it_compares_even_where_the_store_pushed_it_out(monkeypatch):
+    """The outcomes a call ran are the ones it returns: a store too small for them (another grading thread's
+    outcomes push the oldest out past KEPT) once read them back as not run, and a sampled mutant went unnamed."""
+    unit = units.get("positional_encodings")
+    grader = Grader(unit, sandbox="auto", timing_mode="give")
+    try:
+        cases = build_cases(unit, unit.rubric.SEED)["learned"][:4]
+        chosen = list(mutants.mutants(unit, "learned"))[:6]
+        whole = grader.model._outcomes(unit.rubric.SEED, "learned", chosen, cases)
+        monkeypatch.setattr(mutants, "KEPT", 1)
+        small = mutants.Model(unit, grader.limits, grader.server, grader.model._run, grader.model._plan_type)
+        kept_one = small._outcomes(unit.rubric.SEED, "learned", chosen, cases)
+    finally:
+        grader.close()
+    for m in chosen:
+        for case in cases:
+            assert kept_one[m.number][case.id] is not None
+            assert mutants.same_outcome(kept_one[m.number][case.id], whole[m.number][case.id]), (m.words, case.label)
+
+
 def _with_mutants(unit, chosen):
     """The finished reference with each task's function replaced by its mutant in ``chosen`` (one per task): a
     mutant costs its own task only (a task's helpers are the grader's stand-ins while it is graded), so one file

@@ -829,20 +829,28 @@ class Model:
         self._lock = threading.Lock()
 
     def _outcomes(self, seed, task, chosen, cases):
-        """{mutant number: {case id: outcome}} of ``chosen`` on ``cases``, each call run once per seed."""
+        """{mutant number: {case id: outcome}} of ``chosen`` on ``cases``, each call run once per seed (while it is
+        kept). What this call ran is returned as it ran, never read back from the store: another grading thread
+        may have pushed it out meanwhile (the oldest go first past ``KEPT``), and a mutant read back as not run
+        names nothing."""
         with self._lock:
-            missing = [m for m in chosen if any((seed, task, m.number, case.id) not in self._kept for case in cases)]
+            known = {}
+            for m in chosen:
+                keys = [(seed, task, m.number, case.id) for case in cases]
+                if all(key in self._kept for key in keys):
+                    known[m.number] = {case.id: self._kept[key] for case, key in zip(cases, keys)}
+        missing = [m for m in chosen if m.number not in known]
         if missing:
             found = run_mutants(self.unit, cases, missing, self.limits, self.server, self._run, self._plan_type)
+            fresh = {m.number: {case.id: found.get(m.number, {}).get(case.id) for case in cases} for m in missing}
             with self._lock:
-                for m in missing:
-                    for case in cases:
-                        self._kept[(seed, task, m.number, case.id)] = found.get(m.number, {}).get(case.id)
+                for number, outcomes in fresh.items():
+                    for case_id, outcome in outcomes.items():
+                        self._kept[(seed, task, number, case_id)] = outcome
                 while len(self._kept) > KEPT:
                     self._kept.popitem(last=False)
-        with self._lock:
-            return {m.number: {case.id: self._kept.get((seed, task, m.number, case.id)) for case in cases}
-                    for m in chosen}
+            known.update(fresh)
+        return {m.number: known[m.number] for m in chosen}
 
     def outcomes(self, seed, task, cases, chosen=None):
         """(the mutants of ``chosen`` (default: all the task's) that fail some case, that is, that differ from the
