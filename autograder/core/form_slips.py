@@ -40,7 +40,7 @@ import re
 import torch
 
 from autograder.core.cases import _argument, _right_but_for_the_form
-from autograder.core.compare import _axis_names, _the_axis
+from autograder.core.compare import _axis_names, _close, _scalar_tolerance, _the_axis
 from autograder.core.mutants import passes as _passes
 
 SEQUENCE_OPS = ("sequence", "module")  # the behaviour contracts' and the modules' probes: their checks name their own
@@ -263,11 +263,6 @@ def _refusals(cases, results, failing, names):
     return None
 
 
-def _close(got, expected, atol, rtol):
-    return got.shape == expected.shape and bool(
-        torch.isclose(got, expected, atol=atol, rtol=rtol, equal_nan=True).all())
-
-
 def _order_words(order, axes):
     """An order of the reference's axes, by their names where the check gives them, else by their places."""
     if all(name == f"axis {a}" for a, name in enumerate(axes)):
@@ -302,8 +297,7 @@ def _layouts_of(case, expected, outcome):
         return set()
     if got.device.type == "meta" or expected.device.type == "meta" or not expected.numel():
         return None  # no values to tell layouts apart
-    tolerance = [getattr(case.check, name, 1e-5) for name in ("atol", "rtol")]
-    atol, rtol = (float(torch.as_tensor(t, dtype=torch.float64).max()) for t in tolerance)
+    atol, rtol = (_scalar_tolerance(getattr(case.check, name, 1e-5)) for name in ("atol", "rtol"))
     g, e = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
     axes = _axis_names(e.shape, getattr(case.check, "axes", None))
     found = set()  # (preference: fewer axes moved first, the words)
