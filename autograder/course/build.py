@@ -84,25 +84,30 @@ LOOP_CHECK_IMPORT = "from autograder.core.loop_check import assert_no_loops, loo
 PARSING_IMPORT = "from autograder.core.parsing import check_compiles, parse\n"
 
 
+def _code(module):
+    """``autograder/core/<module>.py`` without its docstring."""
+    code = (ROOT / "autograder" / "core" / f"{module}.py").read_text(encoding="utf-8")
+    return code[code.index('"""', 3) + 3:].lstrip("\n")
+
+
+def _written_in(outer, text, import_line, module, code):
+    """``text`` (of ``autograder/core/<outer>.py``) with ``code`` (``module``'s) in place of the one line that
+    imports from it, between comments that say where each part comes from."""
+    if text.count(import_line) != 1:
+        raise RuntimeError(f"autograder/core/{outer}.py no longer imports {module} the way build.py expects")
+    return text.replace(import_line, f"\n{f'# --- autograder/core/{module}.py ':-<96}\n\n{code}"
+                                     f"\n{f'# --- the rest of autograder/core/{outer}.py ':-<97}\n")
+
+
 def checks_text():
     """The student's ``checks.py``: compare.py with the loop check's module written in where it is imported (and,
     in it, the parser's, core/parsing.py).
 
     One file, so that a notebook needs one ``from checks import ...``, and nothing of the grader's package.
     """
+    loop_check = _written_in("loop_check", _code("loop_check"), PARSING_IMPORT, "parsing", _code("parsing"))
     compare = (ROOT / "autograder" / "core" / "compare.py").read_text(encoding="utf-8")
-    if compare.count(LOOP_CHECK_IMPORT) != 1:
-        raise RuntimeError("autograder/core/compare.py no longer imports the loop check the way build.py expects")
-    loop_check = (ROOT / "autograder" / "core" / "loop_check.py").read_text(encoding="utf-8")
-    body = loop_check[loop_check.index('"""', 3) + 3:].lstrip("\n")  # without its docstring
-    if body.count(PARSING_IMPORT) != 1:
-        raise RuntimeError("autograder/core/loop_check.py no longer imports the parser the way build.py expects")
-    parsing_text = (ROOT / "autograder" / "core" / "parsing.py").read_text(encoding="utf-8")
-    body = body.replace(PARSING_IMPORT, "# --- autograder/core/parsing.py " + "-" * 63 + "\n\n"
-                        + parsing_text[parsing_text.index('"""', 3) + 3:].lstrip("\n")
-                        + "\n# --- the rest of autograder/core/loop_check.py " + "-" * 49 + "\n")
-    return compare.replace(LOOP_CHECK_IMPORT, "\n# --- autograder/core/loop_check.py " + "-" * 60 + "\n\n" + body
-                           + "\n# --- the rest of autograder/core/compare.py " + "-" * 52 + "\n")
+    return _written_in("compare", compare, LOOP_CHECK_IMPORT, "loop_check", loop_check)
 
 
 def task_of_names(reference, unit):
