@@ -7,6 +7,8 @@ as the job runs them, read back as the grader reads them) are edited as a slip e
 * every floating result in float64 (values right): named "always float64" where it makes a case fail;
 * every floating result in another drawn dtype: named by that rule, or not at all, never by another rule;
 * one entry of one result moved (a slip of value): never named by its form;
+* the values right and laid out otherwise (axes swapped, reshaped, halves, repeated): named by that layout or not
+  at all; the right order in another shape (an axis of size 1 added, or flattened): no layout named;
 * the outcomes as they are: nothing fails, nothing named;
 * a result where the reference refuses, or ValueError where it answers: named, if at all, by kinds of number
   (NaN, infinite, zero, ...) that the failing calls pass and no call of the other side does;
@@ -184,6 +186,24 @@ def test_a_result_laid_out_otherwise_is_named_by_its_layout_or_not_at_all(chosen
         # One sentence fits every failing case: it is said (the swap may also read as a reshape where an axis has
         # one entry, and the fewest axes moved is the name).
         assert said is not None and "another order" in said, (layout, said)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(TASKS), st.data())
+def test_the_right_order_in_another_shape_gets_no_layout_name(chosen, data):
+    """Every tensor result given an axis of size 1 at a drawn place (or reshaped flat): the values are right and
+    in the right order, which the check itself says ("only the shape differs"), so no layout is named, not even
+    one that moves only axes of size 1 (which moves no value)."""
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    flat = data.draw(st.booleans())
+    edited = dict(outcomes)
+    for case in cases:
+        got = _tensor(outcomes[case.id])
+        if case.probe["op"] == "call" and got is not None and not got.is_meta:
+            moved = got.reshape(-1) if flat else got.unsqueeze(data.draw(st.integers(0, got.dim())))
+            edited[case.id] = {**outcomes[case.id], "value": {**outcomes[case.id]["value"], "tensor": moved}}
+    failing, said = _explain(cases, edited, names)
+    assert said is None or not said.startswith(("your output holds", "your output's last axis")), (failing, said)
 
 
 def _assert_kinds(listed, names, having, lacking):

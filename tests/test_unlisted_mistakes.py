@@ -351,7 +351,6 @@ MODEL_NAMED = {
     "shaw_scales_q_in_place": "your function changes `q` in place",
     "sinusoidal_transposed": "laid out (column, position) where the reference's is (position, column)",
     "t5_bias_permute_reversed": "laid out (batch, head, key, query) where the reference's is (batch, head, query, key)",
-    "t5_bias_squeeze_drops_axes": "the reference's values in the right order, in another shape",
 }
 ALL_VARIANTS = {**{name: (task, body, expected) for name, (task, body, expected) in VARIANTS.items()},
                 **{name: (task, body, BLIND_EXPECTED[name]) for name, (task, body) in BLIND_VARIANTS.items()}}

@@ -19,9 +19,10 @@ is wrong. These names come from the outcomes alone, through five questions asked
   on the CPU, not on the inputs' device (a result elsewhere, or an error of devices), or it reads values (an
   error of a meta tensor's missing data).
 * **Layout.** Does every failing result hold the reference's values laid out otherwise (its axes in another
-  order; the memory order of another order, reshaped; the right order in another shape; a last axis in halves
-  where the reference interleaves pairs, or the other way round; repeated along an axis)? Then that layout, the
-  one that moves the fewest axes where several fit.
+  order; the memory order of another order, reshaped; a last axis in halves where the reference interleaves
+  pairs, or the other way round; repeated along an axis)? Then that layout, the one that moves the fewest axes
+  where several fit. (The right order in another shape is not named here: the check says "only the shape
+  differs".)
 * **Refusals.** Does every failing call raise the exception the check wants, with a message short of the values
   in conflict? Then that is the name. Does every failing call return a result where the check wants an exception
   (or raise ValueError where the reference answers)? Then the kinds of number those calls pass (NaN, infinite, zero, negative, between
@@ -288,9 +289,9 @@ def _layouts(case, outcome):
 def _layouts_of(case, expected, outcome):
     """The layouts of the reference's values that the tensor ``outcome`` returned is, each in the words that name it
     (the same words for the same slip on every case): its axes in another order, the memory order of another
-    order reshaped, the right order in another shape, a last axis in halves where the reference interleaves pairs
-    (or the other way round), or an axis repeated. An empty set where none is; None where the case cannot tell (a
-    meta tensor, which has a shape and no values)."""
+    order reshaped, a last axis in halves where the reference interleaves pairs (or the other way round), or an
+    axis repeated (not the right order in another shape, which the check itself tells). An empty set where none
+    is; None where the case cannot tell (a meta tensor, which has a shape and no values)."""
     got = ((outcome or {}).get("value") or {}).get("tensor")
     if not (isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor)) or expected.is_complex() \
             or got.is_complex() or expected.dim() > 5:
@@ -312,12 +313,11 @@ def _layouts_of(case, expected, outcome):
             if not _close(g.reshape(-1), moved.reshape(-1), atol, rtol) or \
                     not undone(got.reshape(moved.shape).permute(tuple(order.index(a) for a in range(e.dim())))):
                 continue
+            moved_axes = [a for a in order if e.shape[a] != 1]  # an axis of size 1 moves no value
+            if moved_axes == sorted(moved_axes) and tuple(moved.shape) != tuple(g.shape):
+                continue  # the right order in another shape: the check itself says "only the shape differs"
             moves = sum(a != b for a, b in zip(order, range(e.dim())))
-            if not moves:
-                found.add(((1, 0), "your output holds the reference's values in the right order, in another shape "
-                                   "(a dimension of size 1 too many, missing or misplaced, or a reshape to the wrong "
-                                   "shape)"))
-            elif tuple(moved.shape) == tuple(g.shape):
+            if tuple(moved.shape) == tuple(g.shape):
                 found.add(((0, moves), f"your output holds the reference's values with its axes in another order: "
                                        f"laid out {_order_words(order, axes)} where the reference's is {reference} "
                                        "(a transpose or permute missing, or one too many)"))
