@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, passed, raises_check, tensor_check
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import long_context as ref
 
@@ -89,6 +89,12 @@ def _case(test, head_dim, factor, base=None, by_keyword=False, scored=True):
                 "passing": "head_dim by keyword" if by_keyword else "head_dim by position"}
     return Case(test, label, call_probe(NAME, args, kwargs), check, features=features,
                 sizes={"head_dim": head_dim, "dh/2": head_dim // 2}, scored=scored)
+
+
+def check_at(args, kwargs):
+    """The check of any call's output, with its mistakes: what the self-checks' table of known mistakes is made of."""
+    given = passed(ref.ntk_inverse_frequencies, args, kwargs)
+    return _case(NAME, given["head_dim"], given.get("factor", 1.0), base=given.get("base")).check
 
 
 def _from_contract(levels, rng, generator):
