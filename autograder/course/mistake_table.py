@@ -52,6 +52,9 @@ def table_text(unit, files):
     partial = cached.with_name(f".{cached.name}.{os.getpid()}.partial")
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, cached)
+    for stale in CACHE.glob(f"{unit.name}-*.json"):  # made from sources as they were before: never read again
+        if stale != cached:
+            stale.unlink(missing_ok=True)
     return text
 
 
@@ -82,7 +85,19 @@ def recorded_calls(unit, files):
 
 
 def _stored(output):
-    return {"shape": list(output.shape), "values": output.detach().double().flatten().tolist()}
+    """A tensor as the table keeps it: its shape and values, those of a float32 or half tensor to 9 digits (enough
+    to give back the same float32 value, and half the text of a float64's 17)."""
+    import torch
+
+    values = output.detach().double().flatten().tolist()
+    if output.dtype in (torch.float32, torch.float16, torch.bfloat16):
+        values = [float(f"{value:.9g}") for value in values]
+    return {"shape": list(output.shape), "values": values}
+
+
+def _tolerance(value):
+    """A check's atol or rtol as the table keeps it: a number, or a tensor of them (a half-precision check's)."""
+    return _stored(value) if hasattr(value, "shape") and value.dim() else float(value)
 
 
 def known_at(unit, name, args, kwargs):
@@ -96,12 +111,12 @@ def known_at(unit, name, args, kwargs):
         check = check_at(list(args), dict(kwargs))
     except Exception:  # noqa: BLE001  (an invalid call: the reference raises, and no mistake is about its value)
         return None, []
-    return check, list(check.mistakes)
+    return check, list(getattr(check, "mistakes", ()))
 
 
 def table(unit, calls):
-    """{check: [{function, arguments, label, atol, rtol, mistakes: [[words, output]]}]}: for each call, the declared
-    mistakes whose output there is not the right one."""
+    """{check: [{function, arguments, label, atol, rtol, mistakes: [[words, [output, ...]]]}]}: for each call, the
+    declared mistakes whose output there is not the right one."""
     import torch
 
     from autograder.core.cases import call_label
@@ -125,10 +140,12 @@ def table(unit, calls):
                 if output.shape == expected.shape and mismatch(output.to(expected.dtype), expected, atol=check.atol,
                                                                rtol=check.rtol, check_dtype=False) is None:
                     continue  # right at these inputs: it explains nothing here
-                listed.setdefault(mistake.explain, _stored(output))
+                # Two mistakes may share their words (made through a helper's stand-in, or computed in place)
+                listed.setdefault(mistake.explain, []).append(_stored(output))
             entries.append({"function": name, "arguments": arguments, "label": call_label(name, args, kwargs),
-                            "atol": float(getattr(check, "atol", 0.0)), "rtol": float(getattr(check, "rtol", 0.0)),
-                            "mistakes": [[words, output] for words, output in listed.items()]})
+                            "atol": _tolerance(getattr(check, "atol", 0.0)),
+                            "rtol": _tolerance(getattr(check, "rtol", 0.0)),
+                            "mistakes": [[words, outputs] for words, outputs in listed.items()]})
         if any(entry["mistakes"] for entry in entries):
             found[check_id] = entries
     return found

@@ -276,8 +276,8 @@ def _watched(function):
 # --- a known mistake, in the grade's words --------------------------------------------------------------------
 # known_mistakes.json holds, for each call these checks make of your functions, what each of the grade's known
 # mistakes of that task returns on the call's inputs (never the inputs of the grade's own cases, never the code
-# of an answer): {check: [{"function", "arguments" (a fingerprint), "atol", "rtol", "mistakes": [[words,
-# output]]}]}. A mistake whose output is the right one on a call is not listed there.
+# of an answer): {check: [{"function", "arguments" (a fingerprint), "label", "atol", "rtol", "mistakes": [[words,
+# [output, ...]]]}]}. A mistake whose output is the right one on a call is not listed there.
 
 MISTAKE_HEADING = "the grade's name for this mistake"
 MISTAKES_FILE = HERE / "known_mistakes.json"
@@ -360,12 +360,14 @@ def named_mistakes(check, calls):
         if entry is None:
             continue
         unused.remove(entry)
-        for words, stored in entry["mistakes"]:
-            output = _tensor(stored)
-            same = (isinstance(returned, torch.Tensor) and tuple(returned.shape) == tuple(output.shape)
-                    and returned.device.type != "meta" and mismatch(
-                        returned.detach().cpu(), output.to(returned.dtype), atol=entry["atol"], rtol=entry["rtol"],
-                        check_dtype=False) is None)
+        if isinstance(returned, (int, float)) and not isinstance(returned, bool):  # a function that returns a number
+            returned = torch.tensor(float(returned), dtype=torch.float64)
+        atol, rtol = (_tensor(tol) if isinstance(tol, dict) else tol for tol in (entry["atol"], entry["rtol"]))
+        for words, outputs in entry["mistakes"]:
+            same = isinstance(returned, torch.Tensor) and returned.device.type != "meta" and any(
+                tuple(returned.shape) == tuple(stored["shape"]) and mismatch(
+                    returned.detach().cpu(), _tensor(stored).to(returned.dtype), atol=atol, rtol=rtol,
+                    check_dtype=False) is None for stored in outputs)
             if same:
                 shown.setdefault(words, entry["label"])
             else:

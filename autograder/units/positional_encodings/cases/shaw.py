@@ -69,11 +69,12 @@ def _half_tolerance(q, key, rel_k, index, used, dtype):
 
 
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=None, dtype=torch.float32,
-          scored=True, k_by_keyword=False):
+          scored=True, k_by_keyword=False, inputs=None):
     def randn(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
-    q, key, rel_k = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim), randn(2 * k + 1, head_dim)
+    q, key, rel_k = inputs or (randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim),
+                               randn(2 * k + 1, head_dim))  # ``inputs``: given (check_at's), not drawn
     kwargs = {} if scale is None else {"scale": scale}
     args = [q, key, rel_k]
     if k_by_keyword:
@@ -140,6 +141,18 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
 
 # The contract: what the docstring lets vary, each level sent by some case of shaw_edge_cases, every pair of levels
 # together in one (autograder/core/contracts.py).
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.shaw_scores, args, kwargs)
+    q, key, rel_k = given["q"], given["k"], given["rel_k"]
+    return _case(NAME, None, *q.shape[:-2], q.shape[-2], key.shape[-2], q.shape[-1], given["max_relative_position"],
+                 scale=given.get("scale"), dtype=q.dtype, inputs=(q, key, rel_k)).check
+
+
 def _from_contract(levels, rng, generator):
     order, clipping = levels["lengths"], levels["clipping"]
     k = 0 if clipping == "k = 0" else rng.randint(1, 3)
