@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def made(unit_name, name, words, right, args, kwargs):
     """What ``name`` returns when it makes the mistake of ``words``: the first declared output of those words at
-    these inputs (in the reference's dtype and device), else the reference's own."""
+    these inputs (in the reference's dtype and device; a pair, (cos, sin), where the reference returns one, whose
+    check reads the two stacked), else the reference's own."""
     import torch
 
     from autograder.core import units
@@ -31,6 +32,8 @@ def made(unit_name, name, words, right, args, kwargs):
             continue
         if isinstance(result, torch.Tensor) and isinstance(output, torch.Tensor):
             return output.to(dtype=result.dtype, device=result.device)
+        if isinstance(result, tuple) and isinstance(output, torch.Tensor) and len(output) == len(result):
+            return tuple(part.to(dtype=right.dtype, device=right.device) for part, right in zip(output, result))
         if isinstance(result, float) and isinstance(output, torch.Tensor) and output.numel() == 1:
             return float(output)
     return result

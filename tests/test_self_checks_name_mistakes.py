@@ -63,8 +63,13 @@ def _pytest(folder, task):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """{(unit, task, words): pytest's run of ``-k task`` on the submission that makes that mistake}."""
+def runs(tmp_path_factory, request):
+    """{(unit, task, words): pytest's run of ``-k task`` on the submission that makes that mistake}, for the
+    mistakes whose tests this session runs."""
+    chosen = [item.callspec.params for item in request.session.items
+              if item.originalname == "test_the_self_checks_name_a_mistake_as_the_grade_does"]
+    chosen = [item for item in SHOWN if dict(zip(("unit_name", "task", "function", "words"), item)) in chosen]
+
     def run(item):
         unit_name, task, function, words = item
         unit = units.get(unit_name)
@@ -74,7 +79,7 @@ def runs(tmp_path_factory):
         return _pytest(folder, task)
 
     with ThreadPoolExecutor(2) as pool:  # each its own pytest: most of each is importing torch
-        return dict(zip([item[:2] + item[3:] for item in SHOWN], pool.map(run, SHOWN)))
+        return dict(zip([item[:2] + item[3:] for item in chosen], pool.map(run, chosen)))
 
 
 def _named(stdout):

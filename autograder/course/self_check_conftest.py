@@ -266,8 +266,11 @@ def _watched(function):
         except BaseException as error:
             _remember(error, function, args, kwargs)
             raise
-        if given is not None:
-            _calls.append((function.__name__, *given, _copied(result)))
+        try:
+            if given is not None:
+                _calls.append((function.__name__, *given, _copied(result)))
+        except Exception:  # noqa: BLE001  (a value that cannot be copied: only the name of a mistake is lost)
+            pass
         return result
 
     return watched
@@ -342,6 +345,17 @@ def _tensor(stored):
     return torch.tensor(stored["values"], dtype=torch.float64).reshape(stored["shape"])
 
 
+def _one_tensor(value, torch):
+    """What a function returned, as the grade reads it: a number as a float64 tensor of no axes, a pair of tensors
+    of one shape and dtype ((cos, sin), say) stacked on a new first axis; anything else as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return torch.tensor(float(value), dtype=torch.float64)
+    if (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(part, torch.Tensor) for part in value)
+            and value[0].shape == value[1].shape and value[0].dtype == value[1].dtype):
+        return torch.stack(tuple(value))
+    return value
+
+
 def named_mistakes(check, calls):
     """"Likely mistake: ..." where the known mistakes of this check's calls explain what your functions returned;
     else None. A mistake is named when, on every call of this check where it changes the output, your function
@@ -360,8 +374,7 @@ def named_mistakes(check, calls):
         if entry is None:
             continue
         unused.remove(entry)
-        if isinstance(returned, (int, float)) and not isinstance(returned, bool):  # a function that returns a number
-            returned = torch.tensor(float(returned), dtype=torch.float64)
+        returned = _one_tensor(returned, torch)
         atol, rtol = (_tensor(tol) if isinstance(tol, dict) else tol for tol in (entry["atol"], entry["rtol"]))
         for words, outputs in entry["mistakes"]:
             same = isinstance(returned, torch.Tensor) and returned.device.type != "meta" and any(
