@@ -116,6 +116,15 @@ def call_probe(name, args=(), kwargs=None, substitute=None, view=None):
     return probe
 
 
+def passed(function, args, kwargs):
+    """{parameter: value} of the arguments a call of ``function`` passes, by their names, defaults left out: how a
+    cases module's ``check_at(args, kwargs)`` (the check at any call's inputs, for the self-checks' table of known
+    mistakes: autograder/course/mistake_table.py) reads a call."""
+    import inspect
+
+    return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+
+
 def lengths(length_q, length_k):
     """The feature that tells the lengths' relation, exactly: Lq < Lk, Lq == Lk or Lq > Lk (a mistake that
     swaps the lengths often fails one way only, and "Lq != Lk" would say less than the cases show)."""

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from autograder.core import parsing, units
+from autograder.course import mistake_table
 from autograder.core.units import BEGIN, END, strip_markers  # noqa: F401  (the reference's markers, here too)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,7 +232,10 @@ def generated_files(chosen=None):
             + make_stub(reference, unit))
         files[str(student / "notebook_loader.py")] = loader
         files.update({str(student / name): text for name, text in shipped.items()})
-        files.update({str(student / name): text for name, text in self_check_files(unit, reference).items()})
+        checking = {"notebook_loader.py": loader, **shipped, **self_check_files(unit, reference)}
+        files.update({str(student / name): text for name, text in checking.items()})
+        # What each known mistake returns on the self-checks' own inputs, so that they name it as the grade does.
+        files[str(student / mistake_table.FILE_NAME)] = mistake_table.table_text(unit, checking)
         files[str(student / "README.md")] = student_readme(unit)
         files[str(student / "requirements.txt")] = (
             "# What this assignment needs: pip install -r requirements.txt\n" + "\n".join(STUDENT_REQUIREMENTS) + "\n")

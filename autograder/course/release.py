@@ -8,9 +8,11 @@ from pathlib import Path
 
 from autograder.course.notebook import COURSE
 
-# From the generated student folder, with its test_*.py: the self-checks' files, and the folder's README and
+# From the generated student folder, with its test_*.py: the self-checks' files (their table of known mistakes
+# included), and the folder's README and
 # requirements for the student.
-SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini", "README.md", "requirements.txt")
+SELF_CHECK_FILES = ("conftest.py", "notebook_loader.py", "pytest.ini", "known_mistakes.json", "README.md",
+                    "requirements.txt")
 
 
 class CourseError(RuntimeError):

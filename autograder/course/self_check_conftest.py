@@ -13,7 +13,10 @@ is line 12 of the seventh code cell, the one that starts with ``def f(``; markdo
 When torch raised the error inside your function, a part headed
 "what went wrong, in words" follows: which of your functions stopped, at which
 line, the shapes of the tensors on that line and of the arguments the check
-passed, and what torch's message means.
+passed, and what torch's message means. Where your function returned exactly
+what one of the grade's known mistakes returns on a check's inputs, the failure
+names that mistake in the grade's words ("Likely mistake: ...", from
+``known_mistakes.json``).
 """
 
 import dis
@@ -124,6 +127,15 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if item.path.name == f"test_{word}.py"]
 
 
+def pytest_runtest_setup(item):
+    """Each check draws its inputs from the same seed, whatever ran before it: so the inputs of a check are those
+    ``known_mistakes.json`` was made with, and a run is the same run again."""
+    _calls.clear()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(0)
+
+
 def pytest_report_header(config):
     failed = [f"  {line}" for error in _loaded["errors"] for line in error.split("\n")]
     return ([f"checking the functions defined in {_loaded['path'].name}"]
@@ -183,6 +195,15 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.excinfo is None:
         return
+    try:
+        named = named_mistakes(item.nodeid, list(_calls))
+    except Exception:  # noqa: BLE001  (the name is a help: a fault in it must not hide the failure)
+        named = None
+    if named:
+        if hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection(MISTAKE_HEADING, named)
+        else:
+            report.sections.append((MISTAKE_HEADING, named))
     if words is None and call.excinfo.errisinstance(NotImplementedError):  # a stub's own raise, not torch's
         task = item.module.__name__.removeprefix("test_")
         raised_in = call.excinfo.traceback[-1].name  # the function that still raises it
@@ -237,12 +258,141 @@ def _watched(function):
     def watched(*args, **kwargs):
         __tracebackhide__ = True  # pytest shows your frames, not this one
         try:
-            return function(*args, **kwargs)
+            given = fingerprint([list(args), kwargs]), _copied(args), _copied(kwargs)
+        except Exception:  # noqa: BLE001  (only the name of a mistake is lost)
+            given = None
+        try:
+            result = function(*args, **kwargs)
         except BaseException as error:
             _remember(error, function, args, kwargs)
             raise
+        try:
+            if given is not None:
+                _calls.append((function.__name__, *given, _copied(result)))
+        except Exception:  # noqa: BLE001  (a value that cannot be copied: only the name of a mistake is lost)
+            pass
+        return result
 
     return watched
+
+
+# --- a known mistake, in the grade's words --------------------------------------------------------------------
+# known_mistakes.json holds, for each call these checks make of your functions, what each of the grade's known
+# mistakes of that task returns on the call's inputs (never the inputs of the grade's own cases, never the code
+# of an answer): {check: [{"function", "arguments" (a fingerprint), "label", "atol", "rtol", "mistakes": [[words,
+# [output, ...]]]}]}. A mistake whose output is the right one on a call is not listed there.
+
+MISTAKE_HEADING = "the grade's name for this mistake"
+MISTAKES_FILE = HERE / "known_mistakes.json"
+_calls = []  # this check's calls of your functions: (name, fingerprint of the arguments, args, kwargs, returned)
+
+
+def _copied(value):
+    """``value`` with each tensor in it copied (a later in-place change must not alter what was returned)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(item) for item in value) if not hasattr(value, "_fields") else value
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    return value
+
+
+def fingerprint(value):
+    """What a check's argument is, for finding the call in ``known_mistakes.json``: plain values as themselves
+    (their repr), a tensor by its dtype, shape, device and two sums of its values (a machine's last bits of a
+    random draw may differ: the sums are compared within a tolerance)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        described = ["tensor", str(value.dtype).removeprefix("torch."), list(value.shape), value.device.type]
+        if value.device.type == "meta":
+            return described
+        values = value.detach().to("cpu", torch.float64)
+        finite = values[torch.isfinite(values)]
+        return described + [float(finite.sum()), float(finite.abs().sum()), values.numel() - finite.numel()]
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__, [fingerprint(item) for item in value]]
+    if isinstance(value, dict):
+        return ["dict", [[repr(key), fingerprint(item)] for key, item in value.items()]]
+    if value is None or isinstance(value, (bool, int, float, str, complex)) or (
+            torch is not None and isinstance(value, (torch.dtype, torch.device))):
+        return ["value", repr(value)]
+    return ["object", type(value).__name__]
+
+
+def _same_arguments(a, b):
+    """Whether two fingerprints are of the same arguments (a tensor's sums within a relative 1e-5)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or abs(a - b) <= 1e-5 * max(abs(a), abs(b), 1.0)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_arguments(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@functools.lru_cache(maxsize=1)
+def _known_mistakes():
+    if not MISTAKES_FILE.is_file():
+        return {}
+    import json
+
+    return json.loads(MISTAKES_FILE.read_text(encoding="utf-8"))
+
+
+def _tensor(stored):
+    import torch
+
+    return torch.tensor(stored["values"], dtype=torch.float64).reshape(stored["shape"])
+
+
+def _one_tensor(value, torch):
+    """What a function returned, as the grade reads it: a number as a float64 tensor of no axes, a pair of tensors
+    of one shape and dtype ((cos, sin), say) stacked on a new first axis; anything else as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return torch.tensor(float(value), dtype=torch.float64)
+    if (isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(part, torch.Tensor) for part in value)
+            and value[0].shape == value[1].shape and value[0].dtype == value[1].dtype):
+        return torch.stack(tuple(value))
+    return value
+
+
+def named_mistakes(check, calls):
+    """"Likely mistake: ..." where the known mistakes of this check's calls explain what your functions returned;
+    else None. A mistake is named when, on every call of this check where it changes the output, your function
+    returned exactly its output (as the grade names one only where it explains the whole output)."""
+    known = _known_mistakes().get(check)
+    if not known or not calls:
+        return None
+    from checks import mismatch
+
+    torch = sys.modules["torch"]
+    unused = list(known)
+    shown, missed = {}, set()  # {words: the first call it explains}, and the mistakes some call rules out
+    for name, arguments, _, _, returned in calls:
+        entry = next((entry for entry in unused if entry["function"] == name
+                      and _same_arguments(entry["arguments"], arguments)), None)
+        if entry is None:
+            continue
+        unused.remove(entry)
+        returned = _one_tensor(returned, torch)
+        atol, rtol = (_tensor(tol) if isinstance(tol, dict) else tol for tol in (entry["atol"], entry["rtol"]))
+        for words, outputs in entry["mistakes"]:
+            same = isinstance(returned, torch.Tensor) and returned.device.type != "meta" and any(
+                tuple(returned.shape) == tuple(stored["shape"]) and mismatch(
+                    returned.detach().cpu(), _tensor(stored).to(returned.dtype), atol=atol, rtol=rtol,
+                    check_dtype=False) is None for stored in outputs)
+            if same:
+                shown.setdefault(words, entry["label"])
+            else:
+                missed.add(words)
+    named = [words for words in shown if words not in missed]
+    if not named:
+        return None
+    first, *others = named
+    return (f"Likely mistake: {first}"
+            + "".join(f"\nOr, with exactly this output on every call that shows it: {other}" for other in others)
+            + f"\n(The grade names it so too: your function returned exactly this mistake's output on "
+              f"{shown[first]}.)")
 
 
 def _remember(error, function, args, kwargs):

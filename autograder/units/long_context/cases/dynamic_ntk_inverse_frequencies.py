@@ -95,6 +95,17 @@ def _case(test, head_dim, length, trained_length, factor, base=None, by_keyword=
                 sizes={"head_dim": head_dim, "length": length, "L": trained_length}, scored=scored)
 
 
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.dynamic_ntk_inverse_frequencies, args, kwargs)
+    return _case(NAME, given["head_dim"], given["length"], given["trained_length"], given["factor"],
+                 base=given.get("base")).check
+
+
 def _from_contract(levels, rng, generator):
     """A call at one row of the contract's design: its test is that of its length (short or past L)."""
     head_dim = 2 * rng.randint(2, 64)

@@ -92,6 +92,16 @@ def _case(test, head_dim, factor, base=None, by_keyword=False, scored=True):
                 sizes={"head_dim": head_dim, "dh/2": head_dim // 2}, scored=scored)
 
 
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.ntk_inverse_frequencies, args, kwargs)
+    return _case(NAME, given["head_dim"], given["factor"], base=given.get("base")).check
+
+
 def _from_contract(levels, rng, generator):
     """A call of ntk_inverse_frequencies_values at one row of the contract's design."""
     head_dim = {"dh 4": 4, "dh 6 to 32": 2 * rng.randint(3, 16), "dh 64 or more": rng.choice([64, 80, 128])}[

@@ -93,13 +93,14 @@ def _pair_products(q, k):
 
 
 def _case(test, generator, batch, heads, length_q, length_k, theta, attention_scale=None, positions_q=None,
-          positions_k=None, dtype=torch.float32, by_keyword=False, scored=True):
+          positions_k=None, dtype=torch.float32, by_keyword=False, scored=True, inputs=None):
     head_dim = 2 * theta.shape[0]
 
     def randn(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
-    q, k = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim)
+    # ``inputs``: q and k given (check_at's), not drawn
+    q, k = inputs or (randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim))
     args = [q, k] + ([] if by_keyword else [theta])
     kwargs = ({"inverse_frequencies": theta} if by_keyword else {})
     if attention_scale is not None:
@@ -221,6 +222,19 @@ def _frequencies(rng, head_dim):
     if kind == "llama3":
         return ref.llama3_inverse_frequencies(head_dim, base=10000.0, factor=factor, trained_length=256)
     return theta
+
+
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.scaled_rope_scores, args, kwargs)
+    q, k = given["q"], given["k"]
+    return _case(NAME, None, *q.shape[:-2], q.shape[-2], k.shape[-2], given["inverse_frequencies"],
+                 attention_scale=given.get("attention_scale"), positions_q=given.get("positions_q"),
+                 positions_k=given.get("positions_k"), dtype=q.dtype, inputs=(q, k)).check
 
 
 def _from_contract(levels, rng, generator):

@@ -66,6 +66,16 @@ def _case(test, factor, mscale=None, by_keyword=False, scored=True):
                 scored=scored)
 
 
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.yarn_attention_scale, args, kwargs)
+    return _case(NAME, given["factor"], mscale=given.get("mscale")).check
+
+
 def _from_contract(levels, rng, generator):
     factor = {"factor 1": 1.0, "a whole factor": float(rng.choice([2, 4, 8, 16, 32, 40])),
               "a fractional factor": rng.choice([1.5, 2.5, 3.2, 6.4])}[levels["factor"]]

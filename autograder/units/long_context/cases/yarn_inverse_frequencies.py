@@ -155,6 +155,19 @@ def _rounding_case(test, rng):
     raise ValueError("no YaRN settings found with bounds near whole numbers")
 
 
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.yarn_inverse_frequencies, args, kwargs)
+    betas = ((given.get("beta_fast", 32.0), given.get("beta_slow", 1.0))
+             if {"beta_fast", "beta_slow"} & set(given) else None)
+    return _case(NAME, given["head_dim"], given["factor"], given["trained_length"], base=given.get("base"),
+                 betas=betas, truncate=given.get("truncate")).check
+
+
 def _from_contract(levels, rng, generator):
     truncate = {"truncate left out": None, "truncate=True": True, "truncate=False": False}[levels["truncate"]]
     base = None if levels["base"] == "the default base" else float(rng.choice([500.0, 50000.0, 500000.0]))

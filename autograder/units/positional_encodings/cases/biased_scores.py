@@ -67,14 +67,14 @@ def _half_tolerance(q, k, bias, used, dtype):
 
 
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, bias_shape, scale=None, scored=True,
-          dtype=torch.float32, by_keyword=False, bias_form=None):
+          dtype=torch.float32, by_keyword=False, bias_form=None, inputs=None):
     def randn(*shape):
         if dtype == torch.float32:  # drawn as before, so that the hand-written cases stay as they were
             return torch.randn(*shape, generator=generator)
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
-    q, k = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim)
-    bias = randn(*bias_shape)
+    q, k, bias = inputs or (randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim),
+                            randn(*bias_shape))  # ``inputs``: given (check_at's), not drawn
     kwargs = {} if scale is None else {"scale": scale}
     args = [q, k, bias]
     if by_keyword:
@@ -136,6 +136,18 @@ HEAD_DIMS = (4, 6, 8, 12, 16)
 
 # The contract: what the docstring lets vary, each level sent by some case of biased_scores_values, every pair of
 # levels together in one (autograder/core/contracts.py). The device is checked apart (_meta_case).
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.biased_scores, args, kwargs)
+    q, k, bias = given["q"], given["k"], given["bias"]
+    return _case(NAME, None, *q.shape[:-2], q.shape[-2], k.shape[-2], q.shape[-1], tuple(bias.shape),
+                 scale=given.get("scale"), dtype=q.dtype, inputs=(q, k, bias)).check
+
+
 def _from_contract(levels, rng, generator):
     form = levels["bias"]
     batch, heads = rng.randint(2, 3), rng.randint(2, 4)

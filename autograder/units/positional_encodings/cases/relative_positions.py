@@ -78,6 +78,16 @@ def meta_case(test, length_q, length_k, k):
 
 # The contract: what the docstring lets vary, each level sent by some case of relative_positions_edge_cases, every
 # pair of levels together in one (autograder/core/contracts.py). The device is checked apart (meta_case).
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.clipped_relative_positions, args, kwargs)
+    return case(NAME, given["length_q"], given["length_k"], given["max_relative_position"]).check
+
+
 def _from_contract(levels, rng, generator):
     # A length of 1 (drawn, not a factor: a factor of its own could not go with Lq == Lk and any clipping, and
     # a level that never meets another confounds them) comes with both unequal orders now and then.

@@ -70,14 +70,18 @@ def _half_tolerance(q, key, rel_k, index, used, dtype):
 
 
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=None, dtype=torch.float32,
-          scored=True, k_by_keyword=False, rel_k_dtype=None):
+          scored=True, k_by_keyword=False, rel_k_dtype=None, inputs=None):
     """A call with q and k of ``dtype``; rel_k of ``rel_k_dtype`` where given (the scores keep q's dtype: the
-    docstring's "same dtype as q"), otherwise of ``dtype`` too."""
+    docstring's "same dtype as q"), otherwise of ``dtype`` too. ``inputs``: (q, k, rel_k) given (check_at's), not
+    drawn."""
     def randn(*shape, dtype=dtype):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
-    q, key = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim)
-    sent_rel_k = randn(2 * k + 1, head_dim, dtype=rel_k_dtype or dtype)
+    if inputs:
+        q, key, sent_rel_k = inputs
+    else:
+        q, key = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim)
+        sent_rel_k = randn(2 * k + 1, head_dim, dtype=rel_k_dtype or dtype)
     rel_k = sent_rel_k.to(dtype)  # what the scores are made of, in q's dtype
     kwargs = {} if scale is None else {"scale": scale}
     args = [q, key, sent_rel_k]
@@ -145,6 +149,18 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
 
 # The contract: what the docstring lets vary, each level sent by some case of shaw_edge_cases, every pair of levels
 # together in one (autograder/core/contracts.py).
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.shaw_scores, args, kwargs)
+    q, key, rel_k = given["q"], given["k"], given["rel_k"]
+    return _case(NAME, None, *q.shape[:-2], q.shape[-2], key.shape[-2], q.shape[-1], given["max_relative_position"],
+                 scale=given.get("scale"), dtype=q.dtype, inputs=(q, key, rel_k)).check
+
+
 def _from_contract(levels, rng, generator):
     order, clipping = levels["lengths"], levels["clipping"]
     k = 0 if clipping == "k = 0" else rng.randint(1, 3)

@@ -110,6 +110,17 @@ def _meta_case(test, num_positions, d_model, dtype=torch.float32):
 # The contract: what the docstring lets vary, each level sent by some case of sinusoidal_edge_cases, every pair of
 # levels together in one (autograder/core/contracts.py). The device is checked apart (_meta_case); tables of 0 or 1
 # rows are hand-written edge cases, since they are right for nearly any formula and tell no condition.
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.sinusoidal_table, args, kwargs)
+    return _value_case(NAME, given["num_positions"], given["d_model"], base=given.get("base", 10000.0),
+                       dtype=given.get("dtype", torch.float32), pass_base="base" in given).check
+
+
 def _from_contract(levels, rng, generator):
     base = 10000.0 if levels["base"] == "the default base" else float(rng.choice([100, 500, 2500]))
     return _value_case("sinusoidal_edge_cases", rng.randint(20, 200), 2 * rng.randint(2, 16), base=base,

@@ -179,6 +179,18 @@ def _telling_distance(bidirectional, num_buckets, max_distance, rng):
     return int(candidates[rng.choice(best)])
 
 
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.t5_relative_position_bucket, args, kwargs)
+    settings = {name: given.get(name, default) for name, default in (
+        ("bidirectional", True), ("num_buckets", 32), ("max_distance", 128))}
+    return case(NAME, given["relative_position"], **settings, pass_all=len(given) > 1).check
+
+
 def _from_contract(levels, rng, generator):
     """A call at one row of the contract's design, in the test of its direction (t5_bucket_bidirectional or
     t5_bucket_causal): not in t5_bucket_settings, whose hand-chosen settings are what tells a setting's slip

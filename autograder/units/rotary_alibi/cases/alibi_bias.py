@@ -126,6 +126,7 @@ def _case(test, length_q, length_k, slopes, causal=True, scored=True, by_keyword
     for name in ("expected", "mistakes", "atol", "rtol", "axes", "coordinates", "advice"):
         setattr(check, name, getattr(strict, name))
     check.also_accept = bloom.expected if bloom is not None else None
+    check.strict = strict  # the check of the reference's form, with its mistakes (check_at reads them)
     features = {"lengths": _order(length_q, length_k), "size 1": size_one(len(slopes), length_q, length_k),
                 "causal": f"causal={causal}", "dtype": f"dtype {str(slopes.dtype).replace('torch.', '')}",
                 "passing": "arguments by keyword" if by_keyword else "arguments by position"}
@@ -140,6 +141,16 @@ def _invalid(slopes):
     return Case("alibi_bias_invalid_args", label, call_probe(NAME, args),
                 raises_check(label, "ValueError", f" (slopes must be one-dimensional, (H,): these have shape "
                                                   f"{tuple(slopes.shape)})"))
+
+
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.alibi_bias, args, kwargs)
+    return _case(NAME, given["length_q"], given["length_k"], given["slopes"], causal=given.get("causal", True)).check.strict
 
 
 def _from_contract(levels, rng, generator):

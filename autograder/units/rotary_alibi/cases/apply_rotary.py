@@ -131,8 +131,8 @@ def _leading(shape, positions):
 
 
 def _case(test, generator, shape, positions=None, base=None, interleaved=True, dtype=torch.float32, scored=True,
-          base_by_keyword=False):
-    x = torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
+          base_by_keyword=False, inputs=None):
+    x = inputs if inputs is not None else torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
     length = shape[-2]
     positions = torch.arange(length) if positions is None else positions
     args = [x, positions] + ([base] if base is not None and not base_by_keyword else [])
@@ -178,6 +178,18 @@ def _meta_case(test, shape, interleaved=True):
     return Case(test, label, call_probe(NAME, [x, positions], kwargs, substitute=substitute),
                 device_check(label, "meta", expected.shape, expected.dtype, inputs=("x", "positions")),
                 sizes={"L": shape[-2], "dh": shape[-1]})
+
+
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.apply_rotary, args, kwargs)
+    x = given["x"]
+    return _case(NAME, None, tuple(x.shape), positions=given["positions"], base=given.get("base"),
+                 interleaved=given.get("interleaved", True), dtype=x.dtype, inputs=x).check
 
 
 def _from_contract(levels, rng, generator):

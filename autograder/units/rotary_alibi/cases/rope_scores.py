@@ -85,11 +85,11 @@ def _scores_at(q, k, positions_q, positions_k, interleaved, scale, rotate_q=True
 
 
 def _case(test, generator, batch, heads, length_q, length_k, head_dim, positions_q=None, positions_k=None,
-          interleaved=True, scale=None, dtype=torch.float32, scored=True, base=None, by_keyword=False):
+          interleaved=True, scale=None, dtype=torch.float32, scored=True, base=None, by_keyword=False, inputs=None):
     def randn(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
 
-    q, k = randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim)
+    q, k = inputs or (randn(batch, heads, length_q, head_dim), randn(batch, heads, length_k, head_dim))  # ``inputs``: given (check_at's), not drawn
     kwargs = {}
     if scale is not None:
         kwargs["scale"] = scale
@@ -237,6 +237,20 @@ def _meta_case(test, batch, heads, length_q, length_k, head_dim):
     return Case(test, label, call_probe(NAME, [q, k], substitute=substitute),
                 device_check(label, "meta", expected.shape, expected.dtype, inputs=("q", "k")),
                 sizes={"Lq": length_q, "Lk": length_k, "dh": head_dim, "H": heads, "B": batch})
+
+
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.rope_scores, args, kwargs)
+    q, k = given["q"], given["k"]
+    return _case(NAME, None, *q.shape[:-2], q.shape[-2], k.shape[-2], q.shape[-1],
+                 positions_q=given.get("positions_q"), positions_k=given.get("positions_k"),
+                 interleaved=given.get("interleaved", True), scale=given.get("scale"), dtype=q.dtype,
+                 base=given.get("base"), inputs=(q, k)).check
 
 
 def _from_contract(levels, rng, generator):

@@ -104,6 +104,16 @@ def _meta_case(test, shape, head_dim):
                              inputs=("positions",)), sizes={"head_dim": head_dim, "head_dim // 2": head_dim // 2})
 
 
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.rotary_angles, args, kwargs)
+    return _case(NAME, given["positions"], given["head_dim"], base=given.get("base"), dtype=given.get("dtype")).check
+
+
 def _from_contract(levels, rng, generator):
     """A call of rotary_angles_edge_cases at one row of the contract's design."""
     shape = {"a scalar": (), "a line": (rng.randint(5, 60),), "a grid": (rng.randint(2, 5), rng.randint(3, 9))}[

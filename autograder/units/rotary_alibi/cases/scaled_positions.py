@@ -51,6 +51,16 @@ def _factor_level(factor):
     return f"{kind} 1" if factor == 1 else f"{kind} below 1" if factor < 1 else f"{kind} above 1"
 
 
+def check_at(args, kwargs):
+    """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
+    table of known mistakes is made of (autograder/course/mistake_table.py)."""
+    from autograder.core.cases import passed
+
+
+    given = passed(ref.scaled_positions, args, kwargs)
+    return _case(NAME, given["positions"], given["factor"]).check
+
+
 def _from_contract(levels, rng, generator):
     """A call of scaled_positions_values at one row of the contract's design."""
     shape = {"a scalar": (), "a line": (rng.randint(5, 300),), "a grid": (rng.randint(2, 6), rng.randint(3, 9))}[
