@@ -78,6 +78,26 @@ def test_rope_scores_depend_on_the_positions_only_through_their_difference():
                          hint="rotate q by its positions and k by its own, with the same layout, then q @ k^T.")
 
 
+@pytest.mark.parametrize("interleaved", [True, False])
+def test_rope_scores_of_a_worked_example_turn_each_pair_by_its_own_speed(interleaved):
+    # dh = 4 and base = 100: pair 0 turns at theta_0 = 1 and pair 1 at theta_1 = 100 ** (-2 / 4) = 0.1 per position.
+    # A query (1, 0) in each pair at position m against a key (0, 1) in each pair at position n: R(m) (1, 0) =
+    # (cos m theta, sin m theta) and R(n) (0, 1) = (-sin n theta, cos n theta), whose dot is sin((m - n) theta). So
+    # the score is sin(m - n) + sin(0.1 (m - n)). The pairs are (0, 1) and (2, 3) interleaved, (0, 2) and (1, 3)
+    # in halves: where the first and second parts of each pair sit.
+    first, second = ([0, 2], [1, 3]) if interleaved else ([0, 1], [2, 3])
+    q, k = torch.zeros(1, 1, 3, 4, dtype=torch.float64), torch.zeros(1, 1, 4, 4, dtype=torch.float64)
+    q[..., first], k[..., second] = 1.0, 1.0
+    difference = (torch.arange(3)[:, None] - torch.arange(4)[None, :]).double()
+    expected = (torch.sin(difference) + torch.sin(0.1 * difference)).expand(1, 1, 3, 4)
+    assert_close(rope_scores(q, k, base=100.0, scale=1.0, interleaved=interleaved), expected,
+                 what=f"rope_scores(q, k, base=100.0, scale=1.0, interleaved={interleaved}), dh = 4, q = (1, 0) and "
+                 "k = (0, 1) in each pair, Lq = 3, Lk = 4", atol=1e-9, axes=AXES,
+                 hint="each pair turns by position * base ** (-2i / dh), (x1, x2) -> (x1 cos - x2 sin, x1 sin + x2 "
+                      "cos), with the pairs laid out as interleaved says; so the score of query m and key n here is "
+                      "sin(m - n) + sin(0.1 (m - n)).")
+
+
 def test_rope_scores_change_when_only_the_keys_move():
     q, k = torch.randn(1, 1, 3, 8), torch.randn(1, 1, 3, 8)
     assert not torch.allclose(rope_scores(q, k), rope_scores(q, k, positions_k=torch.arange(3) + 5)), \
