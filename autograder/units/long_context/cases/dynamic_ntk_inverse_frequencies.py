@@ -16,7 +16,7 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import Case, Mistake, call_label, call_probe
+from autograder.core.cases import Case, Mistake, call_label, call_probe, passed
 from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.long_context.cases.ntk_inverse_frequencies import (frequency_check, invalid_cases,
                                                                          ntk_mistakes, theta_of)
@@ -98,9 +98,6 @@ def _case(test, head_dim, length, trained_length, factor, base=None, by_keyword=
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.dynamic_ntk_inverse_frequencies, args, kwargs)
     return _case(NAME, given["head_dim"], given["length"], given["trained_length"], given["factor"],
                  base=given.get("base")).check

@@ -24,8 +24,8 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, raises_check,
-                                     score_factors, size_one, tensor_check)
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, passed, raises_check,
+                                   score_factors, size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
                                        dtype_of, score_positions, score_sizes)
 from solutions import long_context as ref
@@ -227,9 +227,6 @@ def _frequencies(rng, head_dim):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.scaled_rope_scores, args, kwargs)
     q, k = given["q"], given["k"]
     return _case(NAME, None, *q.shape[:-2], q.shape[-2], k.shape[-2], given["inverse_frequencies"],

@@ -14,7 +14,7 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import Case, Mistake, call_label, call_probe, raises_check, tensor_check
+from autograder.core.cases import Case, Mistake, call_label, call_probe, passed, raises_check, tensor_check
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import long_context as ref
 
@@ -69,9 +69,6 @@ def _case(test, factor, mscale=None, by_keyword=False, scored=True):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.yarn_attention_scale, args, kwargs)
     return _case(NAME, given["factor"], mscale=given.get("mscale")).check
 

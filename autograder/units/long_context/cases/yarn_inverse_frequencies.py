@@ -16,7 +16,7 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import Case, Mistake, call_label, call_probe
+from autograder.core.cases import Case, Mistake, call_label, call_probe, passed
 from autograder.core.contracts import Contract, Factor, contract_cases
 from autograder.units.long_context.cases.ntk_inverse_frequencies import frequency_check, invalid_cases, theta_of
 from solutions import long_context as ref
@@ -158,9 +158,6 @@ def _rounding_case(test, rng):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.yarn_inverse_frequencies, args, kwargs)
     betas = ((given.get("beta_fast", 32.0), given.get("beta_slow", 1.0))
              if {"beta_fast", "beta_slow"} & set(given) else None)

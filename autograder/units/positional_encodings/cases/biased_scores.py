@@ -23,7 +23,7 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, score_factors,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, passed, score_factors,
                                    size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
                                        lengths_of)
@@ -139,9 +139,6 @@ HEAD_DIMS = (4, 6, 8, 12, 16)
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.biased_scores, args, kwargs)
     q, k, bias = given["q"], given["k"], given["bias"]
     return _case(NAME, None, *q.shape[:-2], q.shape[-2], k.shape[-2], q.shape[-1], tuple(bias.shape),

@@ -3,7 +3,7 @@
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, lengths,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, lengths, passed,
                                    size_one, tensor_check)
 from autograder.core.contracts import Contract, Factor, LENGTHS, contract_cases, lengths_of
 from solutions import positional_encodings as ref
@@ -81,9 +81,6 @@ def meta_case(test, length_q, length_k, k):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.clipped_relative_positions, args, kwargs)
     return case(NAME, given["length_q"], given["length_k"], given["max_relative_position"]).check
 

@@ -12,7 +12,7 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, score_factors,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, passed, score_factors,
                                    size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
                                        lengths_of)
@@ -152,9 +152,6 @@ def _case(test, generator, batch, heads, length_q, length_k, head_dim, k, scale=
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.shaw_scores, args, kwargs)
     q, key, rel_k = given["q"], given["k"], given["rel_k"]
     return _case(NAME, None, *q.shape[:-2], q.shape[-2], key.shape[-2], q.shape[-1], given["max_relative_position"],

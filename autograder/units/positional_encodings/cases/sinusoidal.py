@@ -14,7 +14,7 @@ that keeps it full would let most known mistakes through as well.
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, dtype_arg,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, dtype_arg, passed,
                                    raises_check, tensor_check)
 from autograder.core.contracts import Contract, Factor, contract_cases, dtype_of
 from solutions import positional_encodings as ref
@@ -113,9 +113,6 @@ def _meta_case(test, num_positions, d_model, dtype=torch.float32):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.sinusoidal_table, args, kwargs)
     return _value_case(NAME, given["num_positions"], given["d_model"], base=given.get("base", 10000.0),
                        dtype=given.get("dtype", torch.float32), pass_base="base" in given).check

@@ -24,7 +24,7 @@ a meta tensor has no values that a tool reading positional arguments could compa
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, size_one,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, passed, size_one,
                                    tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
                                        lengths_of)
@@ -132,9 +132,6 @@ def _meta_case(test, length_q, length_k, heads):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.t5_bias, args, kwargs)
     table = given["bias_table"]
     settings = {name: given.get(name, default) for name, default in (

@@ -21,7 +21,8 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import Case, Mistake, call_label, call_probe, device_check, raises_check, tensor_check
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, raises_check,
+                                   tensor_check)
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import positional_encodings as ref
 
@@ -182,9 +183,6 @@ def _telling_distance(bidirectional, num_buckets, max_distance, rng):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.t5_relative_position_bucket, args, kwargs)
     settings = {name: given.get(name, default) for name, default in (
         ("bidirectional", True), ("num_buckets", 32), ("max_distance", 128))}

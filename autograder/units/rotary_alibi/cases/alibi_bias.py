@@ -23,8 +23,8 @@ equivalent and what the contract asks for; without the mask (causal=False) it is
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, Verdict, call_label, call_probe, device_check, raises_check, size_one,
-                                   tensor_check)
+from autograder.core.cases import (Case, Mistake, Verdict, call_label, call_probe, device_check, passed, raises_check,
+                                   size_one, tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
                                        lengths_of)
 from solutions import rotary_alibi as ref
@@ -146,9 +146,6 @@ def _invalid(slopes):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.alibi_bias, args, kwargs)
     return _case(NAME, given["length_q"], given["length_k"], given["slopes"], causal=given.get("causal", True)).check.strict
 

@@ -15,8 +15,8 @@ device is not a factor: the meta case checks it.
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, raises_check,
-                                   tensor_check)
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, passed,
+                                   raises_check, tensor_check)
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
@@ -83,9 +83,6 @@ def _meta_case(test, num_heads):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.alibi_slopes, args, kwargs)
     return _case(NAME, given["num_heads"]).check
 

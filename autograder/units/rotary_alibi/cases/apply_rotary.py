@@ -27,7 +27,7 @@ the output is made there, of x's shape and dtype.
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, raises_check, size_one,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, raises_check, size_one,
                                    tensor_check)
 from autograder.core.contracts import Contract, FLOAT_DTYPES, Factor, contract_cases, dtype_of
 from autograder.units.rotary_alibi.job import scrambled_angles, scrambled_rotation
@@ -183,9 +183,6 @@ def _meta_case(test, shape, interleaved=True):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.apply_rotary, args, kwargs)
     x = given["x"]
     return _case(NAME, None, tuple(x.shape), positions=given["positions"], base=given.get("base"),

@@ -34,8 +34,8 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, score_factors, size_one,
-                                     tensor_check)
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, score_factors, size_one,
+                                   tensor_check)
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
                                        dtype_of, score_positions, score_sizes)
 from autograder.units.rotary_alibi.cases.apply_rotary import _rotate
@@ -242,9 +242,6 @@ def _meta_case(test, batch, heads, length_q, length_k, head_dim):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.rope_scores, args, kwargs)
     q, k = given["q"], given["k"]
     return _case(NAME, None, *q.shape[:-2], q.shape[-2], k.shape[-2], q.shape[-1],

@@ -8,7 +8,7 @@ the position: 1e-5 + 2e-7 * |t| (at t = 10^5 that is 0.02, still far below what 
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, dtype_arg, raises_check,
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, dtype_arg, passed, raises_check,
                                    tensor_check)
 from autograder.core.contracts import Contract, FLOAT_DTYPES, Factor, contract_cases, dtype_of
 from solutions import rotary_alibi as ref
@@ -107,9 +107,6 @@ def _meta_case(test, shape, head_dim):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.rotary_angles, args, kwargs)
     return _case(NAME, given["positions"], given["head_dim"], base=given.get("base"), dtype=given.get("dtype")).check
 

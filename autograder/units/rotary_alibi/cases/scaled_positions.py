@@ -6,7 +6,8 @@ import math
 import torch
 
 from autograder.core.behaviour import Behaviour, draw
-from autograder.core.cases import Case, Mistake, call_label, call_probe, device_check, raises_check, tensor_check
+from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, raises_check,
+                                   tensor_check)
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
@@ -54,9 +55,6 @@ def _factor_level(factor):
 def check_at(args, kwargs):
     """The check of any call's output and its declared mistakes, at that call's inputs: what the self-checks'
     table of known mistakes is made of (autograder/course/mistake_table.py)."""
-    from autograder.core.cases import passed
-
-
     given = passed(ref.scaled_positions, args, kwargs)
     return _case(NAME, given["positions"], given["factor"]).check
 
