@@ -9,9 +9,12 @@ told from the outputs), never another's.
 """
 
 import ast
+import math
 import random
 
 import pytest
+import torch
+from hypothesis import given, settings, strategies as st
 
 from autograder.core import mutants, units
 from autograder.core.cases import build_cases
@@ -45,6 +48,63 @@ def test_mutants_are_the_reference_edited_once_and_say_so():
     for m in mutants.mutants(unit, "ntk_inverse_frequencies"):
         compile(m.source, "<mutant>", "exec")
         assert m.defined_as.startswith(mutants.PREFIX) and m.defined_as.endswith(m.function)
+
+
+def _outcome(tensor):
+    return {"value": {"tensor": tensor, "device": "cpu"}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["finite", "nan", "+inf", "-inf"]), min_size=1, max_size=12), st.data())
+def test_results_not_finite_in_both_are_the_same_outcome_whichever_of_inf_or_nan_they_hold(kinds, data):
+    """Where a divisor is zero, the order of the operations decides between an infinity and NaN: an entry not
+    finite in both results is the same outcome, but for infinities of opposite signs; a finite entry still counts,
+    and so does whether an entry is finite."""
+    values = {"nan": math.nan, "+inf": math.inf, "-inf": -math.inf}
+    other_kinds = [kind if kind == "finite" else data.draw(st.sampled_from(["nan", "+inf", "-inf"]))
+                   for kind in kinds]
+    finite = data.draw(st.lists(st.floats(-100, 100), min_size=len(kinds), max_size=len(kinds)))
+    a = torch.tensor([values.get(kind, x) for kind, x in zip(kinds, finite)], dtype=torch.float64)
+    b = torch.tensor([values.get(kind, x) for kind, x in zip(other_kinds, finite)], dtype=torch.float64)
+    opposite = any({x, y} == {"+inf", "-inf"} for x, y in zip(kinds, other_kinds))
+    assert mutants.same_outcome(_outcome(a), _outcome(b), 1e-9, 1e-9) == (not opposite)
+    at = data.draw(st.integers(0, len(kinds) - 1))
+    moved = b.clone()
+    moved[at] = 1.0 if kinds[at] != "finite" else finite[at] + 1.0  # finite where the other is not, or moved
+    assert not mutants.same_outcome(_outcome(a), _outcome(moved), 1e-9, 1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3).filter(lambda x: abs(x) > 1e-2), min_size=1, max_size=20),
+       st.sampled_from([torch.float32, torch.float16, torch.bfloat16]), st.integers(1, 4))
+def test_two_results_of_a_coarse_dtype_are_compared_to_its_own_precision(values, dtype, ulps):
+    """Two float32 (or half) results a few of their ulps apart are one outcome, even where the case's check wants
+    float64 and holds float64's tolerance; a difference of many ulps still counts."""
+    exact = torch.tensor(values, dtype=torch.float64)
+    a = exact.to(dtype)
+    step = torch.finfo(dtype).eps * a.double().abs().max()  # an ulp of the largest entry
+    near = (a.double() + ulps * step * 0.5).to(dtype)
+    assert mutants.same_outcome(_outcome(a), _outcome(near), 1e-12, 1e-12)
+    far = (a.double() + 1000 * step).to(dtype)
+    assert not mutants.same_outcome(_outcome(a), _outcome(far), 1e-12, 1e-12)
+
+
+def test_the_same_slip_made_twice_on_one_line_is_a_pair_the_model_tries():
+    """YaRN's bounds rounded to nearest both (where the formula takes floor and ceil): no single edit gives it, and
+    neither edit alone need explain any case, so the model tries the twins of every line."""
+    unit = units.get("long_context")
+    everything = mutants.mutants(unit, "yarn_inverse_frequencies")
+    words = [pair.words for pair in mutants.twins(everything)]
+    assert any(said.startswith("`round(low)` where the reference has `math.floor(low)`") and
+               "`round(high)` where the reference has `math.ceil(high)`" in said for said in words), words
+    for unit_name, task in _tasks():
+        found = mutants.mutants(units.get(unit_name), task)
+        for pair in mutants.twins(found):
+            one, two = pair.parts
+            (_, node_one, new_one), (_, node_two, new_two) = (mutants._EDITS[(m.task, m.function, m.number)]
+                                                              for m in (one, two))
+            assert node_one.lineno == node_two.lineno and type(new_one) is type(new_two), pair.words
+            compile(pair.source, "<twin>", "exec")
 
 
 def test_mutants_that_a_job_s_time_limit_left_unrun_run_again_until_each_has_its_outcome():

@@ -13,6 +13,8 @@ as the job runs them, read back as the grader reads them) are edited as a slip e
 * a result where the reference refuses, or ValueError where it answers: named, if at all, by kinds of number
   (NaN, infinite, zero, ...) that the failing calls pass and no call of the other side does;
 * the right exception with a message short of the values the check wants: named so;
+* every result put through a softmax (or log-softmax) over an axis: named by that step and axis, or not at all;
+* an input written into on every failing call, with a wrong value on some: named by the write;
 * errors on the meta device only: named by the error (a tensor made on the CPU, or values read), never where a
   real tensor's case fails too.
 
@@ -204,6 +206,68 @@ def test_the_right_order_in_another_shape_gets_no_layout_name(chosen, data):
             edited[case.id] = {**outcomes[case.id], "value": {**outcomes[case.id]["value"], "tensor": moved}}
     failing, said = _explain(cases, edited, names)
     assert said is None or not said.startswith(("your output holds", "your output's last axis")), (failing, said)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(TASKS), st.sampled_from(["softmax", "log_softmax"]), st.data())
+def test_a_softmax_past_the_result_is_named_by_its_axis_or_not_at_all(chosen, step, data):
+    """Every floating tensor result put through a softmax (or log-softmax) over one drawn axis: named by that step
+    and that axis, or not at all; never by another axis where that one has more than one entry on some case."""
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    place = data.draw(st.integers(-3, -1))
+    edited, axes = dict(outcomes), set()
+    for case in cases:
+        got = _tensor(outcomes[case.id])
+        if case.probe["op"] == "call" and got is not None and not got.is_meta and got.is_floating_point() \
+                and got.dim() >= -place:
+            edited[case.id] = {**outcomes[case.id], "value": {**outcomes[case.id]["value"],
+                                                             "tensor": getattr(got.double(), step)(place).to(got.dtype)}}
+            axes.add(got.dim() + place)
+    failing, said = _explain(cases, edited, names)
+    if said is None:
+        return
+    shown = "softmax" if step == "softmax" else "log-softmax"
+    assert said.startswith(f"your output is the {shown} of the reference's values over the "), said
+    assert "before any" in said
+
+
+def test_a_softmax_over_the_keys_in_place_of_the_scores_is_named():
+    """The first unit's biased scores returned as attention weights (softmax over the keys): named by the key axis,
+    on cases whose key axis has one entry (ones, whatever the scores) as well as on the others."""
+    cases, outcomes, names = _reference_outcomes("positional_encodings", "biased_scores")
+    edited = dict(outcomes)
+    for case in cases:
+        got = _tensor(outcomes[case.id])
+        if case.probe["op"] == "call" and got is not None and not got.is_meta:
+            edited[case.id] = {**outcomes[case.id], "value": {**outcomes[case.id]["value"],
+                                                             "tensor": got.double().softmax(-1).to(got.dtype)}}
+    failing, said = _explain(cases, edited, names)
+    assert failing and said is not None and said.startswith(
+        "your output is the softmax of the reference's values over the key axis"), said
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(TASKS), st.data())
+def test_an_input_written_into_with_wrong_values_is_named_by_the_write(chosen, data):
+    """Every failing call reports its first input changed, and some return a wrong value too: named as a write into
+    that input (what is certain), never as values that are right."""
+    cases, outcomes, names = _reference_outcomes(*chosen)
+    calls = [case for case in cases if case.probe["op"] == "call" and _tensor(outcomes[case.id]) is not None
+             and case.probe["args"] and isinstance(case.probe["args"][0], torch.Tensor)]
+    valued = [case for case in calls if case.scored and _tensor(outcomes[case.id]).numel()
+              and not _tensor(outcomes[case.id]).is_meta]
+    if not valued:
+        return
+    wrong = data.draw(st.sampled_from(valued))
+    edited = {**outcomes, **{case.id: {**outcomes[case.id], "changed": [0]} for case in calls}}
+    moved = _tensor(outcomes[wrong.id]).clone()
+    moved.view(-1)[0] = moved.view(-1)[0] + 7 if moved.is_floating_point() else moved.view(-1)[0] + 7
+    edited[wrong.id] = {**edited[wrong.id], "value": {**edited[wrong.id]["value"], "tensor": moved}}
+    failing, said = _explain(cases, edited, names)
+    if not _fails(wrong, edited[wrong.id]):
+        return  # a check that does not read that entry (or the change)
+    parameter = names[wrong.probe["name"]][0]
+    assert said is not None and said.startswith(f"your function writes into `{parameter}` in place"), said
 
 
 def _assert_kinds(listed, names, having, lacking):

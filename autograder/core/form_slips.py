@@ -368,6 +368,53 @@ def _layout_slip(failing, outcomes):
     return min(common)[1] if common else None
 
 
+NORMALISED = {  # a step past the result that the task does not take: (the step, its words)
+    "softmax": (lambda values, axis: values.softmax(axis), "the softmax of the reference's values over {axis}"),
+    "log_softmax": (lambda values, axis: values.log_softmax(axis), "the log-softmax of the reference's values over "
+                                                                     "{axis}"),
+}
+
+
+def _normalised(case, outcome):
+    """The words of each step past the result (a softmax or log-softmax over some axis) that makes the reference's
+    values into the tensor ``outcome`` returned, for this case; None where it cannot tell (no values)."""
+    got = ((outcome or {}).get("value") or {}).get("tensor")
+    expected = getattr(case.check, "expected", None)
+    if not (isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor)) or got.shape != expected.shape \
+            or not expected.is_floating_point() or not got.is_floating_point() or expected.is_complex():
+        return set()
+    if got.device.type == "meta" or expected.device.type == "meta" or not expected.numel():
+        return None
+    atol, rtol = (_scalar_tolerance(getattr(case.check, name, 1e-5)) for name in ("atol", "rtol"))
+    g, e = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
+    axes = _axis_names(e.shape, getattr(case.check, "axes", None))
+    found = set()  # (the words, whether this case tells it: an axis of one entry softmaxes to ones whatever it holds)
+    for name, (step, words) in NORMALISED.items():
+        for axis in range(e.dim()):
+            if _close(g, step(e, axis), max(atol, 1e-6), max(rtol, 1e-5)):
+                found.add((f"your output is {words.format(axis=_the_axis(axes, axis))}: the task returns the values "
+                           f"themselves, before any {name.replace('_', '-')} (attention weights come later, in the "
+                           "layer that uses them)", e.shape[axis] > 1))
+    return found
+
+
+def _normalised_slip(failing, outcomes):
+    """The words of a softmax (or log-softmax) over one axis that every failing case's tensor is of the reference's
+    values (the cases on the meta device aside: at least one with values); else None."""
+    common, told = None, set()
+    for case, outcome in zip(failing, outcomes):
+        found = _normalised(case, outcome)
+        if found is None:
+            continue
+        words = {said for said, _ in found}
+        told |= {said for said, tells in found if tells}
+        common = words if common is None else common & words
+        if not common:
+            return None
+    common = (common or set()) & told  # shown on some case whose axis has more than one entry
+    return min(common) if common else None
+
+
 def explain(cases, results, failing_tests, names):
     """The words naming a slip of form that explains every failing case of ``failing_tests`` (test ids), or None.
     ``cases`` are the task's, ``results`` the student's outcomes by case id, ``names`` {function: its parameters'
@@ -390,7 +437,17 @@ def explain(cases, results, failing_tests, names):
                                   for case, outcome in zip(failing, outcomes) for where in outcome["changed"]))
         listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
         return f"your function changes {listed} in place: the values it returns are right"
-    layout = _layout_slip(failing, outcomes)
+    if all(isinstance(outcome, dict) and outcome.get("changed") for outcome in outcomes):
+        # Every failing call writes into an input, and some return wrong values too: said as what is certain (the
+        # write), with the usual way it spoils the values (a step reads what an earlier step wrote).
+        said = list(dict.fromkeys(_place(where, names.get(case.probe.get("name"), ()))
+                                  for case, outcome in zip(failing, outcomes) for where in outcome["changed"]))
+        listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+        return (f"your function writes into {listed} in place on every call that fails, and returns wrong results "
+                f"on some: where a step reads {listed} after an earlier step wrote into it (a view, such as "
+                "`.to()` of the same dtype, or a slice, shares its storage), it reads the new values. Build the "
+                "result in a new tensor and leave the inputs as they were")
+    layout = _layout_slip(failing, outcomes) or _normalised_slip(failing, outcomes)
     if layout:
         return layout
     coarser = set()  # the dtypes whose results hold the values to their own precision only

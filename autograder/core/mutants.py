@@ -214,7 +214,10 @@ def _edits(node, parent_call, parameters=(), defaults=None, tensors=()):
                     found.append((node.args[0], words))
                 continue
             edited = copy.copy(node)
-            if isinstance(node.func, ast.Attribute):
+            if isinstance(node.func, ast.Attribute) and other == "round" and isinstance(node.func.value, ast.Name) \
+                    and node.func.value.id == "math":
+                edited.func = ast.Name("round", ast.Load())  # math has no round: the builtin rounds to nearest
+            elif isinstance(node.func, ast.Attribute):
                 edited.func = ast.Attribute(node.func.value, other, ast.Load())
             elif name in ("min", "max") and other in ("min", "max"):
                 edited.func = ast.Name(other, ast.Load())
@@ -655,6 +658,35 @@ def paired(first, second):
                   ("pair", first.site, second.site), parts=(first, second))
 
 
+def twins(candidates):
+    """The pairs of ``candidates`` that make one slip twice on one line: two calls there each replaced by the same
+    other call (``math.floor(low), math.ceil(high)`` both rounded to nearest), or the same operator exchanged in
+    two places. No single edit gives them, and the pairs of single edits that each explain some cases need not
+    find them (each alone may explain none): a student who rounds the wrong way rounds so everywhere."""
+    groups = {}
+    for mutant in candidates:
+        edit = _EDITS.get((mutant.task, mutant.function, mutant.number))
+        if edit is None:
+            continue
+        _, node, new = edit
+        if isinstance(node, ast.Call) and isinstance(new, ast.Call) and _call_name(node) != _call_name(new):
+            kind = ("call", _call_name(new))
+        elif isinstance(node, ast.BinOp) and isinstance(new, ast.BinOp) and type(node.op) is not type(new.op):
+            kind = ("operator", type(node.op).__name__, type(new.op).__name__)
+        else:
+            continue
+        groups.setdefault((mutant.function, getattr(node, "lineno", None), kind), []).append(mutant)
+    found = []
+    for group in groups.values():
+        for index, one in enumerate(group):
+            for two in group[index + 1:]:
+                if one.site[:2] != two.site[:2]:
+                    pair = paired(one, two)
+                    if pair is not None:
+                        found.append(pair)
+    return found[:PAIRS_TRIED]
+
+
 # --- running them -------------------------------------------------------------------------------
 
 def _renamed_probe(probe, mutant, clones=None):
@@ -733,9 +765,39 @@ def _same_value(a, b, atol, rtol):
     # A tolerance per entry is of the right answer's shape: for an output of another shape, its loosest entry.
     try:
         atol, rtol = (_loosest(t, got.shape) for t in (atol, rtol))
+        got, other = _finite_alike(got, other)
+        atol, rtol = _own_precision(got, other, atol, rtol)
         return mismatch(got, other, atol=atol, rtol=rtol) is None
     except Exception:
         return False
+
+
+def _own_precision(got, other, atol, rtol):
+    """The check's tolerance, but no finer than what two results of one coarse dtype, computed in another order,
+    can tell apart (16 of its ulps, of the largest finite entry of either for the absolute part): a float32 result
+    where the check wants float64 is compared to float32's precision, not to float64's."""
+    if got.dtype != other.dtype or not got.is_floating_point() or got.dtype == torch.float64 or not got.numel():
+        return atol, rtol
+    eps = torch.finfo(got.dtype).eps
+    finite = torch.cat([got[got.isfinite()].flatten(), other[other.isfinite()].flatten()]).float()
+    largest = float(finite.abs().max()) if finite.numel() else 0.0
+    return tuple(tolerance.clamp(min=least) if isinstance(tolerance, torch.Tensor) else max(tolerance, least)
+                 for tolerance, least in ((atol, 16 * eps * largest), (rtol, 16 * eps)))
+
+
+def _finite_alike(got, other):
+    """The two tensors with every entry that is not finite in both set to 0 in both, unless they are infinities of
+    opposite signs: NaN and an infinity are the same outcome to the model. Where a divisor is zero (``scale=0``), the
+    order of the operations decides between them (``(a + b) / 0`` is an infinity where ``a / 0 + b / 0`` may be
+    NaN), which no edit of one step follows; finite entries, and whether an entry is finite, still count."""
+    if not (got.is_floating_point() and other.is_floating_point()) or got.shape != other.shape:
+        return got, other
+    loose = ~got.isfinite() & ~other.isfinite()
+    if not loose.any():
+        return got, other
+    opposite = got.isinf() & other.isinf() & (got.sign() != other.sign())
+    loose &= ~opposite
+    return got.masked_fill(loose, 0), other.masked_fill(loose, 0)
 
 
 def _loosest(tolerance, shape):
@@ -882,23 +944,27 @@ class Model:
             if matched:
                 return tuple(dict.fromkeys(m.words for m in matched))
         helpful = [m for m in everything if agreeing[m.number]]
-        return tuple(dict.fromkeys(m.words for m in self._pairs(seed, task, ran, student, helpful, agreeing, first)))
+        return tuple(dict.fromkeys(m.words for m in self._pairs(seed, task, ran, student, helpful, agreeing, first,
+                                                                everything)))
 
-    def _pairs(self, seed, task, ran, student, helpful, agreeing, first):
-        """Pairs of edits, each of which gives the student's outcome on some of the screened cases, together on
-        all of them: tried on every case (``PAIRS_TRIED`` at most)."""
+    def _pairs(self, seed, task, ran, student, helpful, agreeing, first, everything=()):
+        """Pairs of edits, tried on every case: the same slip made twice on one line (``twins``), and pairs each of
+        whose edits gives the student's outcome on some of the screened cases, together on all of them
+        (``PAIRS_TRIED`` at most)."""
         wanted = {case.id for case in first}
-        candidates = []
+        candidates = twins(everything)
+        most = len(candidates) + PAIRS_TRIED
         for index, one in enumerate(helpful):
             for two in helpful[index + 1:]:
                 if agreeing[one.number] | agreeing[two.number] >= wanted:
                     pair = paired(one, two)
                     if pair is not None:
                         candidates.append(pair)
-                if len(candidates) >= PAIRS_TRIED:
+                if len(candidates) >= most:
                     break
-            if len(candidates) >= PAIRS_TRIED:
+            if len(candidates) >= most:
                 break
+        candidates = list({pair.number: pair for pair in candidates}.values())  # a twin may be a pair too
         if not candidates:
             return []
         found = self._outcomes(seed, task, candidates, ran)

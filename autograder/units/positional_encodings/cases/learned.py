@@ -93,6 +93,14 @@ VARIANCE_FOR_STD = ("the variance was given where the standard deviation belongs
                     "deviation 0.02, so nn.init.normal_(w, std=0.02).")
 
 
+STD_ONE = ("the weight is drawn from N(0, 1), the default of nn.init.normal_ and of nn.Embedding: the table starts "
+           "from N(0, 0.02**2), nn.init.normal_(w, std=0.02).")
+PLAIN_TENSOR = ("self.weight is a plain tensor, not an nn.Parameter: the module's parameters() leave it out, so no "
+                "optimiser ever changes it and the positions are never learned. Wrap it: nn.Parameter(...).")
+NOT_REGISTERED = ("self.weight is assigned where the module cannot register it (before super().__init__(), or "
+                  "through another name): assign self.weight = nn.Parameter(...) after super().__init__().")
+
+
 def _parameter_check(label, max_len, d_model):
     def check(outcome):
         if outcome is None or "missing" in outcome:
@@ -107,10 +115,11 @@ def _parameter_check(label, max_len, d_model):
                                   f"{weight.type_name}.")
         if not outcome.get("weight_is_parameter"):
             return Verdict(False, f"{label}: self.weight is a plain tensor; wrap it in nn.Parameter so the "
-                                  "optimiser can learn it.")
+                                  f"optimiser can learn it.\n{likely((PLAIN_TENSOR,))}", mistake=PLAIN_TENSOR)
         if not outcome.get("weight_registered"):
             return Verdict(False, f"{label}: self.weight is not among the module's parameters(); assign it as "
-                                  "self.weight = nn.Parameter(...) after super().__init__().")
+                                  f"self.weight = nn.Parameter(...) after super().__init__().\n"
+                                  f"{likely((NOT_REGISTERED,))}", mistake=NOT_REGISTERED)
         problem = mismatch(weight, torch.empty(max_len, d_model), what=f"{label}.weight")
         if problem and "wrong at" not in problem:
             return Verdict(False, problem)
@@ -120,7 +129,8 @@ def _parameter_check(label, max_len, d_model):
                                   f"{likely((VARIANCE_FOR_STD,))}", mistake=VARIANCE_FOR_STD)
         if abs(std - 1.0) < 0.05:
             return Verdict(False, f"{label}.weight has standard deviation {std:.3f}: that is N(0, 1), the default "
-                                  "of nn.Embedding. Draw it from N(0, 0.02**2): nn.init.normal_(w, std=0.02).")
+                                  "of nn.Embedding. Draw it from N(0, 0.02**2): nn.init.normal_(w, std=0.02).\n"
+                                  f"{likely((STD_ONE,))}", mistake=STD_ONE)
         if not (abs(mean) < 0.002 and 0.018 < std < 0.022):
             return Verdict(False, f"{label}.weight should be drawn from N(0, 0.02**2), but its entries have mean "
                                   f"{mean:.4f} and standard deviation {std:.4f}.")
