@@ -78,6 +78,11 @@ NAMED = {
     "alibi_slopes__blind_negative_not_rejected": "no check `if num_heads <= 0: raise ...`",
     "rotary_angles__blind_odd_head_dim_accepted": "the condition `head_dim % 2 != 0` left out",
     "rope_scores__blind_scale_twice": "a factor squared (`scale`)",
+    "rope_scores__blind_scale_as_divisor": "`1 / scale` in place of `scale`",
+    "apply_rotary__blind_no_cast_back": "the result cast to float32",
+    # Named from the outcomes' form (autograder/core/form_slips.py): x written into, and the values wrong where a
+    # step reads a slice of x that an earlier step wrote (its .to() of the same dtype is x's own storage).
+    "apply_rotary__blind_in_place": "your function writes into `x` in place",
 }
 # What a failure says when it names no mistake: where and how the output goes wrong, or what is wrong with its form.
 TOLD = ("Likely mistake", "How it goes wrong", "When it goes wrong", "only the dtype differs", "only the shape differs",

@@ -351,6 +351,8 @@ MODEL_NAMED = {
     "shaw_scales_q_in_place": "your function changes `q` in place",
     "sinusoidal_transposed": "laid out (column, position) where the reference's is (position, column)",
     "t5_bias_permute_reversed": "laid out (batch, head, key, query) where the reference's is (batch, head, query, key)",
+    "biased_returns_softmax": "your output is the softmax of the reference's values over the key axis",
+    "biased_scores_softmax_applied": "your output is the softmax of the reference's values over the key axis",
 }
 ALL_VARIANTS = {**{name: (task, body, expected) for name, (task, body, expected) in VARIANTS.items()},
                 **{name: (task, body, BLIND_EXPECTED[name]) for name, (task, body) in BLIND_VARIANTS.items()}}
