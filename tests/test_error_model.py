@@ -107,6 +107,28 @@ def test_the_same_slip_made_twice_on_one_line_is_a_pair_the_model_tries():
             compile(pair.source, "<twin>", "exec")
 
 
+@pytest.mark.parametrize("unit_name", UNITS)
+def test_the_model_never_runs_on_a_blank_release(unit_name, tmp_path):
+    """A stub raises NotImplementedError on every call, in a behaviour contract's sequences too: nothing to name,
+    and a class's blank notebooks cost no mutant run (the throughput bound of issue 37). Before the fix the
+    sequences' calls were not read, the stubs looked like written code, and every task ran its mutants."""
+    from autograder.course.build import student_folder
+
+    unit = units.get(unit_name)
+    path = tmp_path / "blank.py"
+    path.write_text((student_folder(unit) / f"{unit.module_name}.py").read_text(encoding="utf-8"), encoding="utf-8")
+    grader = Grader(unit, sandbox="auto", timing_mode="give")
+    asked = []
+    explain = grader.model.explain
+    grader.model.explain = lambda seed, task, cases, student: (asked.append(task), explain(seed, task, cases,
+                                                                                          student))[1]
+    try:
+        result = grader.grade(path)
+    finally:
+        grader.close()
+    assert all(not test.passed for test in result.tests if test.task != "timing") and asked == [], asked
+
+
 def test_mutants_that_a_job_s_time_limit_left_unrun_run_again_until_each_has_its_outcome():
     """A loaded machine runs fewer mutants in a job's time limit: those left run again in jobs of their own, so that
     what the model names never depends on the machine's load (a sample's mutant went unnamed in CI so). The limit is

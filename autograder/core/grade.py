@@ -179,6 +179,16 @@ def _error_in(outcome):
     return next((step["error"] for step in _steps(outcome) if isinstance(step.get("error"), dict)), None)
 
 
+def _stubbed(outcome):
+    """Whether an outcome raised NotImplementedError: at its top level or in a step of a module's, or in every call
+    of a sequence (a behaviour contract's calls one after another)."""
+    calls = outcome.get("calls") if isinstance(outcome, dict) else None
+    if isinstance(calls, list):
+        return bool(calls) and all(_stubbed(call) for call in calls)
+    return "NotImplementedError" in ((_error_in(outcome) or {}).get("mro") or ()) if isinstance(outcome, dict) \
+        else False
+
+
 def _student_error(outcome, case, find):
     """The StudentError of an outcome that raised (at its top level, or in a step of a module's: its __init__,
     its forward), or None."""
@@ -613,8 +623,7 @@ class Grader:
         mistake, where one is named, stays the name; the points are the same either way."""
         # NotImplementedError is the stub's, unless the task's other calls ran: torch raises it too (copying out
         # of a meta tensor).
-        stub = all("NotImplementedError" in ((_error_in(outcome) or {}).get("mro") or ())
-                   for outcome in results.values() if isinstance(outcome, dict))
+        stub = all(_stubbed(outcome) for outcome in results.values() if isinstance(outcome, dict))
         kinds = (voice.WRONG, voice.RAISED) + (() if stub else (voice.NOT_IMPLEMENTED,))
         # A test that fails only for the test it needs (its own cases pass) is not explained again here.
         own_cases_pass = {test.id: all(mutants.passes(case, results.get(case.id)) for case in cases
