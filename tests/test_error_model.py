@@ -129,6 +129,33 @@ def test_the_model_never_runs_on_a_blank_release(unit_name, tmp_path):
     assert all(not test.passed for test in result.tests if test.task != "timing") and asked == [], asked
 
 
+def test_the_model_is_not_asked_where_a_declared_mistake_names_the_task(tmp_path):
+    """The first unit's sample mistakes (the demo's class): each is declared and named in its task. Where it names
+    one failing test and another of the task fails unnamed (the causal buckets of "not clamped"), the declared
+    name is the task's: the model's jobs run for none of them, and the names are the declared ones."""
+    from autograder.ways_in import demo
+
+    unit = units.get("positional_encodings")
+    grader = Grader(unit, sandbox="auto", timing_mode="give")
+    asked = []
+    explain = grader.model.explain
+    grader.model.explain = lambda seed, task, cases, student: (asked.append(task), explain(seed, task, cases,
+                                                                                          student))[1]
+    paths = []
+    for mistake in demo.mistakes_of(unit):
+        path = tmp_path / f"{mistake.name}.py"
+        path.write_text(demo.apply(mistake, unit.finished_reference), encoding="utf-8")
+        paths.append((mistake, path))
+    try:
+        results = grader.grade_many([path for _, path in paths], jobs=2)
+    finally:
+        grader.close()
+    for (mistake, _), result in zip(paths, results):
+        failed = [test for test in result.tests if not test.passed and test.task == mistake.task]
+        assert failed and any(test.diagnosis.mistakes for test in failed), mistake.name
+    assert asked == [], asked
+
+
 def test_mutants_that_a_job_s_time_limit_left_unrun_run_again_until_each_has_its_outcome():
     """A loaded machine runs fewer mutants in a job's time limit: those left run again in jobs of their own, so that
     what the model names never depends on the machine's load (a sample's mutant went unnamed in CI so). The limit is

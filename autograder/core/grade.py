@@ -630,7 +630,10 @@ class Grader:
                                        if case.test == test.id and case.scored) for test in scored}
         unnamed = [test for test in scored if not test.passed and test.kind in kinds and not test.diagnosis.mistakes
                    and not own_cases_pass[test.id]]
-        if not unnamed:
+        # A declared mistake named in one of the task's failing tests is the task's name: no single edit (or pair)
+        # explains every case of a task with a second mistake beside it, and the one it could give is that
+        # mistake again in other words. The model's jobs would cost a class of declared mistakes time for nothing.
+        if not unnamed or any(test.diagnosis.mistakes for test in scored if not test.passed):
             return scored
         probed = _named_as_probed(results, cases)
         said = None
