@@ -261,7 +261,7 @@ def test_an_input_written_into_with_wrong_values_is_named_by_the_write(chosen, d
     wrong = data.draw(st.sampled_from(valued))
     edited = {**outcomes, **{case.id: {**outcomes[case.id], "changed": [0]} for case in calls}}
     moved = _tensor(outcomes[wrong.id]).clone()
-    moved.view(-1)[0] = moved.view(-1)[0] + 7 if moved.is_floating_point() else moved.view(-1)[0] + 7
+    moved.view(-1)[0] += 7
     edited[wrong.id] = {**edited[wrong.id], "value": {**edited[wrong.id]["value"], "tensor": moved}}
     failing, said = _explain(cases, edited, names)
     if not _fails(wrong, edited[wrong.id]):

@@ -14,6 +14,7 @@ runs the task's known mistakes on the same inputs and, if one of them gives
 exactly the student's output, names it.
 """
 
+import inspect
 import random
 import re
 from dataclasses import dataclass, field
@@ -120,8 +121,6 @@ def passed(function, args, kwargs):
     """{parameter: value} of the arguments a call of ``function`` passes, by their names, defaults left out: how a
     cases module's ``check_at(args, kwargs)`` (the check at any call's inputs, for the self-checks' table of known
     mistakes: autograder/course/mistake_table.py) reads a call."""
-    import inspect
-
     return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
 
 

@@ -57,6 +57,13 @@ def _place(where, names):
     return _argument(where, names)
 
 
+def _changed(failing, outcomes, names):
+    """The inputs the failing calls changed in place, by their parameters' names: "`q`", "`q` and `k`"."""
+    said = list(dict.fromkeys(_place(where, names.get(case.probe.get("name"), ()))
+                              for case, outcome in zip(failing, outcomes) for where in outcome["changed"]))
+    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+
+
 def _without_changes(outcome):
     return {key: value for key, value in outcome.items() if key != "changed"}
 
@@ -368,11 +375,7 @@ def _layout_slip(failing, outcomes):
     return min(common)[1] if common else None
 
 
-NORMALISED = {  # a step past the result that the task does not take: (the step, its words)
-    "softmax": (lambda values, axis: values.softmax(axis), "the softmax of the reference's values over {axis}"),
-    "log_softmax": (lambda values, axis: values.log_softmax(axis), "the log-softmax of the reference's values over "
-                                                                     "{axis}"),
-}
+NORMALISED = ("softmax", "log_softmax")  # steps past the result that a task does not take (tensor methods)
 
 
 def _normalised(case, outcome):
@@ -389,12 +392,13 @@ def _normalised(case, outcome):
     g, e = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
     axes = _axis_names(e.shape, getattr(case.check, "axes", None))
     found = set()  # (the words, whether this case tells it: an axis of one entry softmaxes to ones whatever it holds)
-    for name, (step, words) in NORMALISED.items():
+    for name in NORMALISED:
+        step = name.replace("_", "-")
         for axis in range(e.dim()):
-            if _close(g, step(e, axis), max(atol, 1e-6), max(rtol, 1e-5)):
-                found.add((f"your output is {words.format(axis=_the_axis(axes, axis))}: the task returns the values "
-                           f"themselves, before any {name.replace('_', '-')} (attention weights come later, in the "
-                           "layer that uses them)", e.shape[axis] > 1))
+            if _close(g, getattr(e, name)(axis), max(atol, 1e-6), max(rtol, 1e-5)):
+                found.add((f"your output is the {step} of the reference's values over {_the_axis(axes, axis)}: the "
+                           f"task returns the values themselves, before any {step} (attention weights come later, "
+                           "in the layer that uses them)", e.shape[axis] > 1))
     return found
 
 
@@ -433,16 +437,11 @@ def explain(cases, results, failing_tests, names):
     outcomes = [results[case.id] for case in failing]
     if all(isinstance(outcome, dict) and outcome.get("changed") and _passes(case, _without_changes(outcome))
            for case, outcome in zip(failing, outcomes)):
-        said = list(dict.fromkeys(_place(where, names.get(case.probe.get("name"), ()))
-                                  for case, outcome in zip(failing, outcomes) for where in outcome["changed"]))
-        listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
-        return f"your function changes {listed} in place: the values it returns are right"
+        return f"your function changes {_changed(failing, outcomes, names)} in place: the values it returns are right"
     if all(isinstance(outcome, dict) and outcome.get("changed") for outcome in outcomes):
         # Every failing call writes into an input, and some return wrong values too: said as what is certain (the
         # write), with the usual way it spoils the values (a step reads what an earlier step wrote).
-        said = list(dict.fromkeys(_place(where, names.get(case.probe.get("name"), ()))
-                                  for case, outcome in zip(failing, outcomes) for where in outcome["changed"]))
-        listed = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+        listed = _changed(failing, outcomes, names)
         return (f"your function writes into {listed} in place on every call that fails, and returns wrong results "
                 f"on some: where a step reads {listed} after an earlier step wrote into it (a view, such as "
                 "`.to()` of the same dtype, or a slice, shares its storage), it reads the new values. Build the "

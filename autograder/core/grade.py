@@ -182,11 +182,12 @@ def _error_in(outcome):
 def _stubbed(outcome):
     """Whether an outcome raised NotImplementedError: at its top level or in a step of a module's, or in every call
     of a sequence (a behaviour contract's calls one after another)."""
-    calls = outcome.get("calls") if isinstance(outcome, dict) else None
+    if not isinstance(outcome, dict):
+        return False
+    calls = outcome.get("calls")
     if isinstance(calls, list):
         return bool(calls) and all(_stubbed(call) for call in calls)
-    return "NotImplementedError" in ((_error_in(outcome) or {}).get("mro") or ()) if isinstance(outcome, dict) \
-        else False
+    return "NotImplementedError" in ((_error_in(outcome) or {}).get("mro") or ())
 
 
 def _student_error(outcome, case, find):

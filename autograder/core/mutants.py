@@ -658,11 +658,13 @@ def paired(first, second):
                   ("pair", first.site, second.site), parts=(first, second))
 
 
+@functools.lru_cache(maxsize=None)
 def twins(candidates):
     """The pairs of ``candidates`` that make one slip twice on one line: two calls there each replaced by the same
     other call (``math.floor(low), math.ceil(high)`` both rounded to nearest), or the same operator exchanged in
     two places. No single edit gives them, and the pairs of single edits that each explain some cases need not
-    find them (each alone may explain none): a student who rounds the wrong way rounds so everywhere."""
+    find them (each alone may explain none): a student who rounds the wrong way rounds so everywhere. A tuple,
+    made once for a task's mutants (``candidates``, the tuple ``mutants`` gives)."""
     groups = {}
     for mutant in candidates:
         edit = _EDITS.get((mutant.task, mutant.function, mutant.number))
@@ -684,7 +686,7 @@ def twins(candidates):
                     pair = paired(one, two)
                     if pair is not None:
                         found.append(pair)
-    return found[:PAIRS_TRIED]
+    return tuple(found[:PAIRS_TRIED])
 
 
 # --- running them -------------------------------------------------------------------------------
@@ -952,7 +954,7 @@ class Model:
         whose edits gives the student's outcome on some of the screened cases, together on all of them
         (``PAIRS_TRIED`` at most)."""
         wanted = {case.id for case in first}
-        candidates = twins(everything)
+        candidates = list(twins(tuple(everything)))
         most = len(candidates) + PAIRS_TRIED
         for index, one in enumerate(helpful):
             for two in helpful[index + 1:]:
