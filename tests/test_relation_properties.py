@@ -83,3 +83,29 @@ def test_integers_off_by_one_at_a_few_entries_are_told_so(length, seed):
     got[where] += 1
     said = relation(got, expected, atol=0, rtol=0)
     assert said is not None and ("one too high" in said or "too high" in said), said
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_the_slices_a_permutation_is_read_from_are_those_a_pair_by_pair_search_finds(data):
+    """compare._first_matches compares every pair of slices in one broadcast: for each slice of the output, the
+    first slice of the expected one it agrees with, or None where one agrees with none, exactly as comparing the
+    slices two at a time finds them (repeated slices included, where the first one found is the answer)."""
+    from autograder.core.compare import _close, _first_matches
+
+    shape = data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    pool = torch.randn(3, *shape[:axis], *shape[axis + 1:], dtype=torch.float64,
+                       generator=torch.Generator().manual_seed(data.draw(st.integers(0, 2**31 - 1))))
+    # Slices drawn from a pool of three: repeats are common, and now and then one agrees with no slice of the other.
+    expected = torch.stack([pool[data.draw(st.integers(0, 2))] for _ in range(shape[axis])], axis)
+    got = torch.stack([pool[data.draw(st.integers(0, 2))] + data.draw(st.sampled_from([0.0, 0.0, 1e-7, 0.5]))
+                       for _ in range(shape[axis])], axis)
+    pairwise = []
+    for i in range(shape[axis]):
+        match = [j for j in range(shape[axis]) if _close(got.select(axis, i), expected.select(axis, j), 1e-5, 1e-5)]
+        if not match:
+            pairwise = None
+            break
+        pairwise.append(match[0])
+    assert _first_matches(got, expected, axis, 1e-5, 1e-5) == pairwise

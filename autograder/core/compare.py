@@ -351,19 +351,30 @@ def _whole(g, e, atol, rtol, names, factors, exact):
                     "are stacked, concatenated or reshaped (a reshape keeps the memory order)")
     for axis, size in enumerate(g.shape):
         if 1 < size <= _MAX_PERMUTED_AXIS:
-            order = []
-            for i in range(size):
-                mine = g.select(axis, i)
-                match = [j for j in range(size) if _close(mine, e.select(axis, j), atol, rtol)]
-                if not match:
-                    break
-                order.append(match[0])
-            if len(order) == size and sorted(order) == list(range(size)) and order != list(range(size)):
+            order = _first_matches(g, e, axis, atol, rtol)
+            if order is not None and sorted(order) == list(range(size)) and order != list(range(size)):
                 first = next(i for i in range(size) if order[i] != i)
                 parts = "entries" if g.dim() == 1 else f"slices along {_the_axis(names, axis)}"
                 return (f"the {parts} are the expected ones in another order (your "
                         f"{_slice_of(names, axis, first)} is the expected {_slice_of(names, axis, order[first])})")
     return None
+
+
+def _first_matches(g, e, axis, atol, rtol):
+    """For each slice i of ``g`` along ``axis``, the first slice j of ``e`` it agrees with entry by entry, as a list;
+    None where some slice of ``g`` agrees with none. Every pair is compared in one broadcast (a few slices of
+    ``g`` at a time, to keep the pairs' memory near 2**22 entries) rather than one comparison a pair."""
+    size = g.shape[axis]
+    mine, theirs = g.movedim(axis, 0).reshape(size, -1), e.movedim(axis, 0).reshape(size, -1)
+    step = max(1, (1 << 22) // max(1, size * mine.shape[1]))
+    order = []
+    for start in range(0, size, step):
+        pairs = _agrees(mine[start:start + step, None, :], theirs[None, :, :], atol, rtol).all(-1)
+        found = pairs.any(-1)
+        if not bool(found.all()):
+            return None
+        order.extend(int(j) for j in pairs.to(torch.int8).argmax(-1))
+    return order
 
 
 def _span(name, first, last):

@@ -270,7 +270,7 @@ def _load_notes(submission, loaded):
     return notes + list(submission.skipped)
 
 
-def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incidents=None, lines=None):
+def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incidents=None, lines=None, verdicts=None):
     """Score rubric ``tests`` from the outputs of their ``cases``: all the points when every case passes.
 
     ``results`` maps case id to what the student's code returned (as the worker
@@ -283,10 +283,12 @@ def score_tests(unit, tests, cases, results, *, failure=None, notes=(), incident
     fault's record is appended to ``incidents`` (see grader_fault).
     Each row carries its parts typed (voice.py): its kind, its Diagnosis, and the StudentError of a call that
     raised, whose line is read from the submission by ``lines`` (source_lines) where it is given.
+    ``verdicts``, where given, is a dict this fills with {case id: (its Verdict or None, a fault's message)} for
+    every case it checked: a caller that reads the same outcomes again (the error model) checks none twice.
     """
     graded, works, charged = [], {}, {}  # charged: {named mistake: the test that took its points}
     results = _named_as_probed(results, cases)
-    verdicts = {}
+    verdicts = {} if verdicts is None else verdicts
 
     def verdict_of(case):
         if case.id not in verdicts:
@@ -591,11 +593,14 @@ class Grader:
         notes = _load_notes(submission, outcome.loaded)
         tests, incidents, lines = [], [], source_lines(submission.chunks)
         for task in rubric.TASK_NAMES:
+            verdicts = {}
             scored = score_tests(self.unit, rubric.tests_of(task), cases[task], outcome.results.get(task, {}),
-                                 failure=outcome.failures.get(task), notes=notes, incidents=incidents, lines=lines)
+                                 failure=outcome.failures.get(task), notes=notes, incidents=incidents, lines=lines,
+                                 verdicts=verdicts)
             if task not in handed_out and task not in outcome.failures:
                 with self.machine.shared():
-                    scored = self._named_by_model(seed, task, cases[task], outcome.results.get(task, {}), scored)
+                    scored = self._named_by_model(seed, task, cases[task], outcome.results.get(task, {}), scored,
+                                                  verdicts)
             if task in handed_out:  # the code another unit hands out finished, handed in as this task's answer
                 scored = [TestResult(test.id, test.task, 0, test.max_score, handed_out[task], kind=voice.HANDED_OUT)
                           for test in scored]
@@ -616,19 +621,28 @@ class Grader:
         result.grader_fault = fault or any(test.grader_fault for test in tests)
         return result
 
-    def _named_by_model(self, seed, task, cases, results, scored):
+    def _named_by_model(self, seed, task, cases, results, scored, verdicts=None):
         """``scored`` with a name in each failing test that names no mistake: the error model's (core/mutants.py:
         the mutants of the task's reference whose outcome is the student's on every case of the task), else a slip
         of form the outcomes show (core/form_slips.py: an input changed in place, a dtype's rule, a meta-only
         failure, a refusal). A declared
-        mistake, where one is named, stays the name; the points are the same either way."""
+        mistake, where one is named, stays the name; the points are the same either way. ``verdicts``: what
+        score_tests found of each case it checked ({case id: (Verdict or None, message)}), not checked again."""
         # NotImplementedError is the stub's, unless the task's other calls ran: torch raises it too (copying out
         # of a meta tensor).
         stub = all(_stubbed(outcome) for outcome in results.values() if isinstance(outcome, dict))
         kinds = (voice.WRONG, voice.RAISED) + (() if stub else (voice.NOT_IMPLEMENTED,))
         # A test that fails only for the test it needs (its own cases pass) is not explained again here.
-        own_cases_pass = {test.id: all(mutants.passes(case, results.get(case.id)) for case in cases
-                                       if case.test == test.id and case.scored) for test in scored}
+        verdicts = verdicts or {}
+
+        def passes(case):
+            if case.id in verdicts:
+                verdict = verdicts[case.id][0]
+                return verdict is not None and verdict.passed
+            return mutants.passes(case, results.get(case.id))
+
+        own_cases_pass = {test.id: all(passes(case) for case in cases if case.test == test.id and case.scored)
+                          for test in scored}
         unnamed = [test for test in scored if not test.passed and test.kind in kinds and not test.diagnosis.mistakes
                    and not own_cases_pass[test.id]]
         # A declared mistake named in one of the task's failing tests is the task's name: no single edit (or pair)

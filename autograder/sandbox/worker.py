@@ -354,6 +354,10 @@ def _laid_out(tensor, how):
 
 
 _GET_RNG, _SET_RNG = torch.get_rng_state, torch.set_rng_state
+# torch.manual_seed also seeds every accelerator's generators; where one is not initialised yet, it queues the
+# seed for later with the stack of the call, formatted (about 0.5 ms a call: a third of a class's probes' time).
+# Without a GPU only the CPU's generator draws, and it alone is seeded.
+_SEED = torch.manual_seed if torch.cuda.is_available() else torch.default_generator.manual_seed
 _GET_DTYPE, _SET_DTYPE = torch.get_default_dtype, torch.set_default_dtype
 _GRAD_ON, _SET_GRAD = torch.is_grad_enabled, torch.set_grad_enabled
 _THREADS, _SET_THREADS = torch.get_num_threads, torch.set_num_threads
@@ -419,7 +423,7 @@ def _run_module_probe(namespace, probe, chunks):
     init = _decode_argument(probe.get("init", []))
     if probe.get("state"):
         out["state"] = _init_state(cls, init, probe["seeds"])
-        torch.manual_seed(probe.get("seed", 0))
+        _SEED(probe.get("seed", 0))
     try:
         module = cls(*init)
     except BaseException as error:
@@ -478,7 +482,7 @@ def _init_state(cls, init, seeds):
     weight) but not start again: built from two seeds, the stream after it must differ."""
     changed, streams = [], []
     for seed in seeds:
-        torch.manual_seed(seed)
+        _SEED(seed)
         before = _global_state()
         try:
             cls(*init)
@@ -493,7 +497,7 @@ def run_probe(namespace, probe, chunks, unit=None):
     # Whatever a call does to torch's global settings is undone after it: the next probe starts as this one did.
     state = _global_state()
     try:
-        torch.manual_seed(probe.get("seed", 0))
+        _SEED(probe.get("seed", 0))
         if probe["op"] == "sequence":  # calls made one after another in the same process (calls are independent)
             return {"calls": [run_probe(namespace, call, chunks, unit) for call in probe["calls"]]}
         if probe["op"] == "module":
