@@ -1,7 +1,7 @@
 # nbgrader's configuration for the positional-encodings course. Run nbgrader in this folder,
 # with the kit's environment first on PATH (nbgrader runs `alembic` from PATH):
 #   PATH="$PWD/../.venv/bin:$PATH" nbgrader generate_assignment positional_encodings
-# Each setting below answers a trap of nbgrader's; tests/test_nbgrader_course.py checks them all.
+# Each setting below answers a trap of nbgrader's; tests/ways_in/test_nbgrader_course.py checks them all.
 
 import os
 import warnings
@@ -61,7 +61,7 @@ c.Autograde.sanitize_preprocessors = [OverwriteCellsQuietly if step is Overwrite
 # the student's and the assignment's, reads their relationships, and only then adds the submission to its session
 # (nbgrader/api.py). SQLAlchemy 2 no longer adds an object along a backref, so its autoflush says the add "will not
 # proceed", once per row, though nbgrader's own add follows and the gradebook holds every row
-# (tests/test_quiet_runs.py checks both). SQLAlchemy 1.4 would not warn, but the alembic that nbgrader runs needs 2.
+# (tests/ways_in/test_quiet_runs.py checks both). SQLAlchemy 1.4 would not warn, but the alembic that nbgrader runs needs 2.
 warnings.filterwarnings("ignore", category=SAWarning, module=r"nbgrader\.api$",
                         message=r"Object of type <Submitted(Assignment|Notebook)> not in session, add operation along "
                                 r"'(Student|Assignment|Notebook)\.submissions' will not proceed")

@@ -4,7 +4,7 @@ What is measured
 ----------------
 One class of ``--count`` notebooks (default 20), each the released notebook
 (``nbgrader generate_assignment`` in a fresh temporary course folder) with its
-solution cells filled in, as tests/test_nbgrader_course.py fills them: the
+solution cells filled in, as tests/ways_in/test_nbgrader_course.py fills them: the
 reference, the blank release, and the reference with one of the demo's
 mistakes (``autograder.ways_in.demo.MISTAKES``), in turn until there are enough. The
 same notebooks are graded in one run (``--ways`` picks some):

@@ -19,8 +19,8 @@ step() {
     "$@" || failed+=("$*")
     echo "== $((SECONDS - started)) s"
 }
-step "$python" -m pytest -q -p no:cacheprovider -n 0 tests/test_timing_tier.py -k "gpu or cuda or loop or clocks"
-step "$python" -m pytest -q -p no:cacheprovider -n 0 tests/test_rotary_alibi_grading.py -k "gpu or score_paths_are_timed"
+step "$python" -m pytest -q -p no:cacheprovider -n 0 tests/core/test_timing_tier.py -k "gpu or cuda or loop or clocks"
+step "$python" -m pytest -q -p no:cacheprovider -n 0 tests/units/rotary_alibi/test_rotary_alibi_grading.py -k "gpu or score_paths_are_timed"
 step "$python" benchmarks/score_path.py --device cuda --batch 8 --heads 16 --head-dim 64 --lengths 1024 2048 --loop-max-length 1024
 step "$python" benchmarks/score_path.py --device cuda
 step "$python" benchmarks/timing_noise.py --runs 30 --jobs 4

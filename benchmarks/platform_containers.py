@@ -1,7 +1,7 @@
 """The kit inside a platform's container: time per submission, and the timing tier's clock, side by side.
 
 A real Docker container with Docker's default settings (so the grader is in tier C: a user per job), built
-as the Gradescope bundle is (tests/docker_kit.py makes the image, as the tests do). Two tables, each from
+as the Gradescope bundle is (tests/helpers/docker_kit.py makes the image, as the tests do). Two tables, each from
 one run:
 
 1. Seconds per submission through ``run_autograder`` (a fresh container each, the reference), by container

@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +16,14 @@ from autograder.core.grade import Grader
 from autograder.sandbox.server import Limits
 
 HERE = Path(__file__).parent
+# The tests sit in folders by subject (core, sandbox, intake, units/<unit>, ways_in, course, benchmarks), their
+# shared helpers in helpers/. Each folder is put on the import path here, once, before any test file is imported:
+# a test imports a helper (or a fixture of another test file) by its module name, wherever the two files sit.
+TEST_FOLDERS = ("core", "sandbox", "intake", "units", "ways_in", "course", "benchmarks")
+for _folder in [HERE / "helpers", *sorted({path.parent for name in TEST_FOLDERS
+                                           for path in (HERE / name).rglob("test_*.py")})]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 # pytest-xdist's workers run with COLUMNS=80, and every command a test starts would inherit it: the kit's table takes
 # COLUMNS as the width it may use (report.output_width). A test that wants a width sets it for its own command.
 os.environ.pop("COLUMNS", None)
@@ -42,7 +51,51 @@ def pytest_configure(config):
         build()
 
 
-def pytest_collection_modifyitems(items):
+# The suite in two speeds (issue 38). A plain `pytest` runs the quick tier: every module's own tests, each unit's
+# reference full and stubs 0, in about 3 minutes on 2 cores, for between edits. `pytest --full` (what .ci/run runs)
+# adds the tests marked `full`: those that start the real outside components (nbgrader's course runs and a Jupyter
+# kernel, the platforms' Docker containers, a browser, tier C's job users), grade the held-in blind sets and the
+# mutation sets, time paths for real, or run the benchmarks and lessons end to end. A file is marked here, by name,
+# or a test in its own file with @pytest.mark.full.
+FULL_FILES = {
+    # real nbgrader, a real Jupyter kernel, the notebooks end to end
+    "test_nbgrader_course.py", "test_nbgrader_second_unit.py", "test_nbgrader_slips.py", "test_nbgrader_wrong_unit.py",
+    "test_nbgrader_unit_choice.py", "test_quiet_runs.py", "test_readme_cycle.py", "test_count_routes.py",
+    "test_grader_voice_routes.py", "test_long_context_routes.py", "test_kernel_sandbox.py", "test_kernel_folders.py",
+    "test_figures_clean.py", "test_capstone.py", "test_long_context_capstone.py", "test_a_slip_costs_its_cell.py",
+    # the platforms' containers (a real Docker daemon)
+    "test_platform_containers.py", "test_docker_kit.py",
+    # a real browser, the documentation site
+    "test_browser_render.py", "test_docs_site.py",
+    # the scaffold's new unit built and checked whole
+    "test_scaffold.py", "test_check_unit_tools.py",
+    # tier C: jobs as users of their own; the red team's corpus; machine faults
+    "test_job_users.py", "test_uid_leases.py", "test_red_team.py", "test_machine_faults.py", "test_cleanup.py",
+    # the held-in blind sets, the error model's mutants, the self-checks' mutation and naming runs
+    "test_blind_sets.py", "test_error_model.py", "test_unlisted_mistakes.py", "test_self_check_mutation.py",
+    "test_self_checks_name_mistakes.py", "test_one_mistake_one_charge.py", "test_rotary_alibi_alternatives_agree.py",
+    "test_alternative_formulations.py", "test_sample_class.py",
+    # timing for real, whole class runs, the benchmarks' smoke runs
+    "test_timing_same_cpu.py", "test_timing_integrity.py", "test_class_run_ends.py", "test_class_run.py",
+    "test_benchmark_runs.py", "test_plain_course.py", "test_demo_every_unit.py", "test_hidden_cases_per_student.py",
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true", default=False,
+                     help="run the full suite (what .ci/run runs): the quick tier and every test marked full")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in FULL_FILES:
+            item.add_marker(pytest.mark.full)
+    if not config.getoption("--full"):
+        quick = [item for item in items if item.get_closest_marker("full") is None]
+        left = [item for item in items if item.get_closest_marker("full") is not None]
+        if left:
+            config.hook.pytest_deselected(items=left)
+            items[:] = quick
     rank = {name: at for at, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's tests keep their order
 

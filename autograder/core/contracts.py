@@ -10,7 +10,7 @@ So the cases drawn from a contract are a covering design of strength two (``desi
 factor appears, every pair of levels of two factors appears together in some case, except the pairs the
 contract excludes (and says why). With every pair covered, no level appears only together with one level of
 another factor (``confounded``): a condition the feedback states ("wrong for float16") is the one that
-matters, not another that always came with it. ``tests/test_contracts.py`` checks both for every task of
+matters, not another that always came with it. ``tests/core/test_contracts.py`` checks both for every task of
 every unit, so a unit added later is held to the same.
 
 The generator is greedy (the AETG idea: each new case is the one, among a few candidates, that covers the

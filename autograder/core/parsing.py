@@ -11,7 +11,7 @@ so made a whole submission a grader fault, now and then.
 So each parse here holds one lock, with the collector off: no finalizer runs in the middle of it, and nothing
 else can switch threads there either (turning a parse into objects runs no Python code of its own). A parse the
 grader cannot route here (the ``traceback`` module underlines the failing part of a line by parsing it) is made
-``alone()`` too. ``tests/test_parsing.py`` checks that no other module of the kit calls ``ast.parse``.
+``alone()`` too. ``tests/core/test_parsing.py`` checks that no other module of the kit calls ``ast.parse``.
 """
 
 import ast

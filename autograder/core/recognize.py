@@ -25,7 +25,7 @@ itself: nbgrader puts the assignment's grade cells back into any notebook handed
 does not know, and its grade is made from a copy named after the assignment; a name or the ids still weigh
 against a refusal where the functions are few. An entry with no evidence (an empty file, a file of other
 functions) or with no clear winner is graded as X and scores what it scores. A unit's reference and its blank
-stubs always recognise as that unit (tests/test_unit_recognition.py).
+stubs always recognise as that unit (tests/core/test_unit_recognition.py).
 
 The code a unit hands out earns nothing (``handed_out``): a task function of unit X that sits in a given-code
 cell (between the banner ``Unit.given_code`` writes and its end line) and is, in ``normal_form``, the finished

@@ -10,7 +10,7 @@ thread holds or waits for an import lock while the others run. ``import_ahead`` 
 grader that are loaded (its core, intake and sandbox, and the unit's package), every module those import inside a
 function (but jsonschema's, which takes seconds, only where a submission may hold a notebook: NOTEBOOKS_ONLY), and
 every text codec, since a submission's coding line may name any of them.
-tests/test_class_run_ends.py lists the modules imported while grading threads run, over a class of every kind of
+tests/ways_in/test_class_run_ends.py lists the modules imported while grading threads run, over a class of every kind of
 submission, and finds none.
 
 Why a watchdog: a thread that never returns (a grader fault, such as a deadlock) would hold the run forever. If no

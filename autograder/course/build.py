@@ -130,7 +130,7 @@ STUDENT_REQUIREMENTS = ("torch==2.13.0", "numpy", "matplotlib>=3.7", "pytest>=7"
 
 def student_readme(unit):
     """The README of the folder a student of ``unit`` receives: how to install, open the notebook and check a task.
-    Nothing in it is the instructor's (tests/test_released_folder.py greps it)."""
+    Nothing in it is the instructor's (tests/course/test_released_folder.py greps it)."""
     tasks = unit.rubric.TASK_NAMES
     points = {task: unit.rubric.task_points(task) for task in tasks}
     rows = "\n".join(f"| `{task}` | {unit.rubric.TASK_BY_NAME[task].title} | {points[task]:g} |" for task in tasks)

@@ -203,7 +203,7 @@ def _case(test, x, scale):
 
 # The contract: each way the docstring lets a call vary, as factors with levels named as the cases' features
 # name them. contract_cases sends one case per row of a covering design: every level, and every pair of levels of
-# two factors, in some case (tests/test_contracts.py holds every unit's contracts to it). TODO: your function's.
+# two factors, in some case (tests/core/test_contracts.py holds every unit's contracts to it). TODO: your function's.
 def _from_contract(levels, rng, generator):
     dtype = getattr(torch, levels["dtype"].split()[-1])
     length = 1 if levels["positions"] == "one position" else rng.randint(2, 9)

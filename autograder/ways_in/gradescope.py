@@ -27,7 +27,7 @@ In Gradescope's container (Ubuntu, run as root; the zip unpacked into
   The root may be given as an argument or ``AUTOGRADER_ROOT``, the Python as
   ``AUTOGRADER_PYTHON`` (default ``/autograder/venv/bin/python``): the tests run
   the script on a simulated tree in a temporary folder, and in a real container
-  (tests/test_platform_containers.py). It always leaves a
+  (tests/ways_in/test_platform_containers.py). It always leaves a
   ``results/results.json``, if need be one it writes itself.
 
 ``run(root)`` grades the file in ``ROOT/submission`` (``<unit>.ipynb`` or ``.py``, the unit that

@@ -199,7 +199,7 @@ def _meta_case(test, batch, heads, length_q, length_k, theta):
     q = torch.empty(batch, heads, length_q, head_dim, device="meta")
     k = torch.empty(batch, heads, length_k, head_dim, device="meta")
     # q and k by keyword: a meta tensor has no values, so it is kept out of the positional arguments that tools
-    # read values from (tests/test_hidden_cases_per_student.py compares them).
+    # read values from (tests/core/test_hidden_cases_per_student.py compares them).
     kwargs = {"q": q, "k": k, "inverse_frequencies": theta}
     label = call_label(NAME, [], kwargs) + " on the meta device (the frequencies on the CPU)"
     expected = ref.scaled_rope_scores(q, k, theta)

@@ -119,7 +119,7 @@ def _meta_case(test, batch, heads, length_q, length_k, head_dim):
     k = torch.empty(batch, heads, length_k, head_dim, device="meta")
     bias = torch.empty(1, heads, length_q, length_k, device="meta")
     # By keyword, as the contract's cases may call it: a meta tensor has no values, so it is kept out of the
-    # positional arguments that tools read values from (tests/test_hidden_cases_per_student.py compares them).
+    # positional arguments that tools read values from (tests/core/test_hidden_cases_per_student.py compares them).
     kwargs = {"q": q, "k": k, "bias": bias}
     label = call_label(NAME, [], kwargs) + " on the meta device"
     expected = ref.biased_scores(q, k, bias)
