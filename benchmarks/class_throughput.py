@@ -92,8 +92,8 @@ import torch  # noqa: E402
 from autograder.core import units  # noqa: E402
 from autograder.core.cases import build_cases as _build_cases  # noqa: E402
 from autograder.course.build import build, strip_markers  # noqa: E402
-from autograder.course.notebook import (BEGIN_HIDDEN, COURSE, END_HIDDEN, _nbgrader, function_source,  # noqa: E402
-                                        notebook_name, notebook_text)
+from autograder.course.notebook import (BEGIN_HIDDEN, COURSE, END_HIDDEN, _nbgrader, filled_notebook,  # noqa: E402
+                                        function_source, notebook_name, notebook_text)
 from autograder.course.release import nbgrader_environment, run_nbgrader  # noqa: E402
 from autograder.units.positional_encodings.cases.relative_positions import distances  # noqa: E402
 from autograder.ways_in.demo import apply  # noqa: E402
@@ -125,17 +125,11 @@ class BenchmarkError(RuntimeError):
 # --------------------------------------------------------------------------- the class
 
 
-def _grade_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
 def filled(released, code_text):
     """The released notebook with every solution cell holding its function from ``code_text``."""
-    notebook = json.loads(json.dumps(released))
-    for cell in notebook["cells"]:
-        if _grade_id(cell) in rubric.TASK_OF_FUNCTION:
-            cell["source"] = function_source(code_text, _grade_id(cell))
-    return notebook
+    return filled_notebook(released, rubric.TASK_OF_FUNCTION, code_text)
 
 
 def class_notebooks(released, count):

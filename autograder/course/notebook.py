@@ -72,6 +72,23 @@ def parse_lesson(text):
     return cells
 
 
+def grade_id(cell):
+    """nbgrader's id of a notebook cell (its JSON), or None: a solution cell's id is its function's name."""
+    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
+
+
+def filled_notebook(notebook, functions, code_text, *, cells=None, skip=()):
+    """A copy of ``notebook`` (a released or source notebook's JSON) as a student hands it in: the solution cell of
+    each name in ``functions`` holding that function from ``code_text`` (a whole file of them, the reference or a
+    submission), or the text ``cells`` gives for it; the cells of ``skip`` left as they are."""
+    filled, cells = json.loads(json.dumps(notebook)), cells or {}
+    for cell in filled["cells"]:
+        name = grade_id(cell)
+        if name in functions and name not in skip:
+            cell["source"] = cells[name] if name in cells else function_source(code_text, name)
+    return filled
+
+
 def function_source(reference, name):
     """The source of the top-level function or class ``name`` in ``reference``."""
     lines = reference.splitlines()

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from autograder.core import units
 from autograder.course.build import make_stub, strip_markers
-from autograder.course.notebook import COURSE, function_source, notebook_name
+from autograder.course.notebook import COURSE, function_source, notebook_name, grade_id as _grade_id
 from autograder.course.release import release, run_nbgrader
 from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.ways_in.demo import mistakes_of
@@ -131,8 +131,6 @@ def browser():
         chrome.quit()
 
 
-def _grade_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
 _BUILDING = threading.Lock()

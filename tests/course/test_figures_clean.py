@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from autograder.core import units
-from autograder.course.notebook import notebook_name, source_folder
+from autograder.course.notebook import notebook_name, source_folder, grade_id as _grade_id
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK_WIDTH_INCHES = 8.0  # a notebook's output column, about 800 px at matplotlib's 100 dpi
@@ -40,8 +40,6 @@ UNITS = [unit for unit in units.all_units() if unit.lesson_path.is_file()]  # a 
 # --------------------------------------------------------------------------------------------------------------
 # What runs in the child process (``python tests/course/test_figures_clean.py FOLDER NOTEBOOK UNIT``).
 
-def _grade_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
 def _drawn_in_data(artist, axis):

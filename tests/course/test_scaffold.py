@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course.notebook import function_source
+from autograder.course.notebook import filled_notebook
 from autograder.course.scaffold import ScaffoldError, check_unit, new_unit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,12 +231,7 @@ print(json.dumps({"max_score": unit.rubric.MAX_SCORE, "functions": sorted(unit.r
 
 def _fill(released, reference, functions):
     """The released notebook with each solution cell holding its function from ``reference``."""
-    notebook = json.loads(json.dumps(released))
-    for cell in notebook["cells"]:
-        grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
-        if grade_id in functions:
-            cell["source"] = function_source(reference, grade_id)
-    return notebook
+    return filled_notebook(released, functions, reference)
 
 
 @pytest.mark.skipif(not NBGRADER.is_file() or shutil.which("bwrap") is None,

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from autograder.core import units
 from autograder.core.cases import build_cases
 from autograder.course.build import make_stub
-from autograder.course.notebook import function_source, notebook_name, source_folder
+from autograder.course.notebook import filled_notebook as notebook_filled, function_source, notebook_name, source_folder
 
 # The kinds that leave the helper unusable with nothing of it defined, or defined but unusable: its own task
 # scores 0 with each. "wrong" is a function that runs and computes something else.
@@ -157,20 +157,11 @@ def slips(helper, kinds=KINDS):
     return st.one_of(*(made[kind] for kind in kinds))
 
 
-def solution_cell_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
-
-
 def filled_notebook(unit_name, notebook, cell_text=None, helper=None):
     """``notebook`` (a source or released notebook's JSON) with every solution cell holding its finished function,
     the cell of ``helper`` holding ``cell_text`` instead."""
-    rubric = units.get(unit_name).rubric
-    filled = json.loads(json.dumps(notebook))
-    for cell in filled["cells"]:
-        name = solution_cell_id(cell)
-        if name in rubric.TASK_OF_FUNCTION:
-            cell["source"] = cell_text if name == helper else function_source(finished(unit_name), name)
-    return filled
+    return notebook_filled(notebook, units.get(unit_name).rubric.TASK_OF_FUNCTION, finished(unit_name),
+                           cells={helper: cell_text} if helper is not None else None)
 
 
 def source_notebook(unit_name):

@@ -25,7 +25,7 @@ import pytest
 import docker_kit
 from autograder.core import units
 from autograder.course.build import strip_markers
-from autograder.course.notebook import COURSE, function_source, notebook_name
+from autograder.course.notebook import COURSE, function_source, notebook_name, grade_id as _grade_id, filled_notebook
 from autograder.course.release import release
 from autograder.ways_in import gradescope
 from nbgrader_class import autograde_class, shard_courses, submit_class
@@ -54,18 +54,11 @@ FILES = {name: REFERENCE + WRAPPED + path for name, path in (("hidden_loop", HID
 STEADY_WORDS = "does not change with the length: it is not a loop over positions"
 
 
-def _grade_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
 def _filled(released, alibi_bias_cell):
     """The release with every solution cell holding the reference's function, but alibi_bias's ``alibi_bias_cell``."""
-    notebook = json.loads(json.dumps(released))
-    for cell in notebook["cells"]:
-        name = _grade_id(cell)
-        if name in UNIT.rubric.TASK_OF_FUNCTION:
-            cell["source"] = alibi_bias_cell if name == "alibi_bias" else function_source(REFERENCE, name)
-    return notebook
+    return filled_notebook(released, UNIT.rubric.TASK_OF_FUNCTION, REFERENCE, cells={"alibi_bias": alibi_bias_cell})
 
 
 def _assert_the_count_grows(said):

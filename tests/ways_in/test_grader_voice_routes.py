@@ -31,6 +31,7 @@ import slips
 from autograder.core import units
 from autograder.core.cases import build_cases
 from autograder.ways_in import gradescope, prairielearn
+from autograder.course.notebook import filled_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = units.get("positional_encodings")
@@ -266,12 +267,8 @@ def gradebook(tmp_path_factory):
     released = json.loads((course / "release" / UNIT.name / notebook).read_text())
     students = {}
     for attacker in ATTACKERS:
-        students[attacker] = filled = slips.filled_notebook(UNIT.name, released)
-        cells = attack_cells(attacker)
-        for cell in filled["cells"]:
-            name = slips.solution_cell_id(cell)
-            if name in cells:
-                cell["source"] = cells[name]
+        students[attacker] = filled_notebook(released, UNIT.rubric.TASK_OF_FUNCTION, slips.finished(UNIT.name),
+                                             cells=attack_cells(attacker))
     homes = submit_class(shard_courses(course, 2), UNIT.name, notebook, students)
     return autograde_class(homes, UNIT.name, notebook, ["--BoundedExecute.notebook_seconds=5"])
 

@@ -26,7 +26,7 @@ import pytest
 
 from autograder.units.positional_encodings import rubric
 from autograder.course.build import ROOT, solution_regions
-from autograder.course.notebook import COURSE, function_source
+from autograder.course.notebook import COURSE, function_source, grade_id as _grade_id, filled_notebook
 from autograder.course.release import release
 from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
@@ -57,8 +57,6 @@ get_ipython().input_transformers_post.append(_disarm)
 """
 
 
-def _grade_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
 def _source(cell):
@@ -67,12 +65,7 @@ def _source(cell):
 
 def _filled(release_notebook, code_text, skip=()):
     """The released notebook with every solution cell holding its function from ``code_text``."""
-    notebook = json.loads(json.dumps(release_notebook))
-    for cell in notebook["cells"]:
-        name = _grade_id(cell)
-        if name in rubric.TASK_OF_FUNCTION and name not in skip:
-            cell["source"] = function_source(code_text, name)
-    return notebook
+    return filled_notebook(release_notebook, rubric.TASK_OF_FUNCTION, code_text, skip=skip)
 
 
 def _without(notebook, grade_id):

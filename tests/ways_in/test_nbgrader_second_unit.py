@@ -21,7 +21,7 @@ import pytest
 
 from autograder.core import units
 from autograder.course.build import strip_markers
-from autograder.course.notebook import COURSE, function_source, notebook_name
+from autograder.course.notebook import COURSE, function_source, notebook_name, filled_notebook
 from autograder.course.release import release
 from autograder.core.grade import Grader
 from autograder.sandbox.server import Limits
@@ -46,19 +46,14 @@ HOSTILE = [f"attack_{name}" for name in corpus(Path("unused"), UNIT)]
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the course's kernel runs under bubblewrap")
 
 
-def _grade_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
 def _filled(release_notebook, code_text, changed=""):
     """The release with each solution cell holding its function from ``code_text``, or from ``changed`` (a
     submission file of one function) for the function that one defines."""
-    notebook = json.loads(json.dumps(release_notebook))
-    for cell in notebook["cells"]:
-        name = _grade_id(cell)
-        if name in UNIT.rubric.TASK_OF_FUNCTION:
-            cell["source"] = function_source(changed if f"def {name}(" in changed else code_text, name)
-    return notebook
+    functions = UNIT.rubric.TASK_OF_FUNCTION
+    return filled_notebook(release_notebook, functions, code_text,
+                           cells={name: function_source(changed, name) for name in functions if f"def {name}(" in changed})
 
 
 @pytest.fixture(scope="module")

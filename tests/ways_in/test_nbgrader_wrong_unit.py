@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from autograder.core import units
-from autograder.course.notebook import COURSE, function_source, notebook_name
+from autograder.course.notebook import COURSE, filled_notebook, notebook_name
 from autograder.course.release import release, run_nbgrader
 from nbgrader_class import GradedClass
 
@@ -26,13 +26,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the cours
 
 def _filled(released, unit):
     """The released notebook with each solution cell holding its function from the unit's reference."""
-    notebook = json.loads(json.dumps(released))
-    reference = unit.finished_reference
-    for cell in notebook["cells"]:
-        name = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
-        if name in unit.rubric.TASK_OF_FUNCTION:
-            cell["source"] = function_source(reference, name)
-    return notebook
+    return filled_notebook(released, unit.rubric.TASK_OF_FUNCTION, unit.finished_reference)
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ import pytest
 
 from autograder.core import units
 from autograder.course.build import strip_markers
-from autograder.course.notebook import COURSE, function_source, notebook_name
+from autograder.course.notebook import COURSE, filled_notebook, grade_id as _grade_id, notebook_name
 from autograder.course.release import nbgrader_environment, release, run_nbgrader
 from autograder.sandbox.server import bubblewrap
 from autograder.units.positional_encodings import rubric
@@ -44,16 +44,10 @@ EDITED_CELL = "sinusoidal_values"
 RECORD = re.compile(r"^\[\w+ \| (DEBUG|INFO|WARNING|ERROR|CRITICAL)\] ")
 
 
-def _grade_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
 def _filled(release_notebook, code_text, unit=UNIT):
-    notebook = json.loads(json.dumps(release_notebook))
-    for cell in notebook["cells"]:
-        if _grade_id(cell) in unit.rubric.TASK_OF_FUNCTION:
-            cell["source"] = function_source(code_text, _grade_id(cell))
-    return notebook
+    return filled_notebook(release_notebook, unit.rubric.TASK_OF_FUNCTION, code_text)
 
 
 def _warnings_by_student(log):

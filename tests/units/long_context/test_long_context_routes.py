@@ -16,7 +16,7 @@ import pytest
 
 from autograder.core import units
 from autograder.core.grade import Grader
-from autograder.course.notebook import COURSE, function_source, notebook_name
+from autograder.course.notebook import COURSE, filled_notebook, notebook_name
 from autograder.course.release import release
 from autograder.ways_in import gradescope, prairielearn
 from autograder.ways_in.demo import apply, mistakes_of
@@ -30,18 +30,11 @@ FINISHED = UNIT.finished_reference  # the reference as a student's finished file
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the course's kernel runs under bubblewrap")
 
 
-def _grade_id(cell):
-    return ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")
 
 
 def _filled(released, text):
     """The release with each solution cell holding its function from ``text`` (a whole finished file)."""
-    notebook = json.loads(json.dumps(released))
-    for cell in notebook["cells"]:
-        name = _grade_id(cell)
-        if name in UNIT.rubric.TASK_OF_FUNCTION:
-            cell["source"] = function_source(text, name)
-    return notebook
+    return filled_notebook(released, UNIT.rubric.TASK_OF_FUNCTION, text)
 
 
 def _spoiled_given_cell(released):
