@@ -134,10 +134,6 @@ def _forbidden(contract):
     return {frozenset((first, second)) for first, second, _ in contract.excluded}
 
 
-def _allowed(row, forbidden):
-    return not any(frozenset(pair) in forbidden for pair in itertools.combinations(row.items(), 2))
-
-
 def required_pairs(contract):
     """Every pair of levels of two factors that some case must hold: ``{frozenset({(name, level), ...})}``."""
     forbidden = _forbidden(contract)
@@ -167,8 +163,10 @@ def design(contract, rng):
     rows = []
     while uncovered or unseen:
         best, best_gain = None, -1
+        # What is left, in a fixed order, sorted once for all the candidates of this row (the draws are the same).
+        left = sorted(uncovered, key=sorted) if uncovered else sorted(unseen)
         for _ in range(CANDIDATES):
-            row = _candidate(factors, uncovered, unseen, forbidden, rng)
+            row = _candidate(factors, uncovered, unseen, forbidden, rng, left)
             if row is None:
                 continue
             gain = len(pairs_of(row) & uncovered) * 1000 + len(set(row.items()) & unseen)
@@ -183,22 +181,24 @@ def design(contract, rng):
     return rows
 
 
-def _candidate(factors, uncovered, unseen, forbidden, rng):
-    """One row: seeded with a pair (or a level) still to cover, the other factors filled greedily."""
+def _candidate(factors, uncovered, unseen, forbidden, rng, left):
+    """One row: seeded with a pair (or a level) still to cover (``left``: the uncovered pairs sorted, else the
+    unseen levels), the other factors filled greedily."""
     row = {}
     if uncovered:
-        for name, level in sorted(rng.choice(sorted(uncovered, key=sorted))):
+        for name, level in sorted(rng.choice(left)):
             row[name] = level
     elif unseen:
-        name, level = rng.choice(sorted(unseen))
+        name, level = rng.choice(left)
         row[name] = level
     rest = [factor for factor in factors if factor.name not in row]
     rng.shuffle(rest)
     for factor in rest:
         scored = []
         for level in factor.levels:
-            trial = dict(row, **{factor.name: level})
-            if not _allowed(trial, forbidden):
+            # The row so far holds no excluded pair (its seed is a required pair, each level added was checked):
+            # only the pairs the new level makes can be excluded.
+            if forbidden and any(frozenset(((factor.name, level), item)) in forbidden for item in row.items()):
                 continue
             gain = sum(frozenset(((factor.name, level), (name, value))) in uncovered for name, value in row.items())
             scored.append((gain + ((factor.name, level) in unseen) * 0.5, rng.random(), level))
