@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from autograder.core import parsing
+from autograder.intake.load import without_iri_grammars
 
 _SCANNED = ("autograder.core", "autograder.intake", "autograder.sandbox")
 _done = set()  # modules whose imports were made already, in this process
@@ -110,6 +111,7 @@ def import_ahead(*packages, modules=(), notebooks=True):
             _codecs()
             _done.add("codecs")
         if notebooks:
+            without_iri_grammars()  # jsonschema's import without seconds of grammars nbformat's schema never uses
             for name in sorted(_deferred):
                 _load(name)
             _deferred.clear()

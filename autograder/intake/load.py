@@ -33,6 +33,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tokenize
 import warnings
 from bisect import bisect_right
@@ -608,6 +609,20 @@ def _where(path, index=None):
 _FAST_CELL = re.compile(r"data\.cells\[(\d+)\]")
 
 
+def without_iri_grammars():
+    """Keep jsonschema, where it is not imported yet, from importing rfc3987-syntax.
+
+    jsonschema checks the string formats "iri" and "iri-reference" with rfc3987-syntax where that is installed
+    (Jupyter's event schemas bring it), and rfc3987-syntax builds 38 Lark grammars as it is imported: about 4 s of
+    every command that reads a notebook, on the course machines. nbformat's schema names no string format, so the
+    package is marked missing for this process before jsonschema is first imported (its checks of those two formats
+    are then skipped, as they are where it is not installed). A process that imported jsonschema already (nbgrader's)
+    is left as it is.
+    """
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def _schema_complaint(module, notebook, minor, fast_message):
     """nbformat's complaint, in one line naming the cell: jsonschema's detail, sought on a failure only.
 
@@ -615,6 +630,7 @@ def _schema_complaint(module, notebook, minor, fast_message):
     a long notebook's message as cheap as a short one's.
     """
     if module is None:
+        without_iri_grammars()
         import nbformat.validator as module  # jsonschema, for its words: on a failure only
     slow = module.get_validator(4, minor, name="jsonschema")
     index = _FAST_CELL.match(fast_message)
