@@ -608,8 +608,10 @@ def measure(student, reference, spec, rng=None, lengths=None, count=None):
         seed, length = rng.getrandbits(48), next(lengths)
         for child in (student, reference):
             _run(child, spec, rng, seed, length)
-    ratios, student_times, reference_times = [], [], []
-    for pair in range(_limits.TIMING_REPEATS):
+    student_times, reference_times = [], []
+
+    def timed_pair(pair):
+        """One interleaved pair, alternating which job goes first: (student's seconds, reference's seconds)."""
         seed, length = rng.getrandbits(48), next(lengths)
         order = (student, reference) if pair % 2 == 0 else (reference, student)
         seconds = {}
@@ -620,16 +622,58 @@ def measure(student, reference, spec, rng=None, lengths=None, count=None):
             recount(student, reference, spec, rng, count, pair)
         if min(seconds.values()) <= 0:  # no call takes no time: the clock failed, the machine's fault
             raise ServerFailed(f"a clock read {min(seconds.values()):g} s for a call of timed pair {pair + 1}")
-        ratios.append(seconds[student] / seconds[reference])
         student_times.append(seconds[student])
         reference_times.append(seconds[reference])
-        if _settled(ratios) or (pair >= 2 and statistics.median(ratios) > 3 * _limits.TIMING_BANDS[-1][0]):
-            break  # more pairs would not change the verdict
+        return seconds[student], seconds[reference]
+
+    ratios = timed_ratios(timed_pair)
     measurement = Measurement(statistics.median(ratios), 1000 * statistics.median(student_times),
                               1000 * statistics.median(reference_times), len(ratios))
     if extra.get(student) is not None and extra.get(reference) is not None:
         measurement.student_bytes, measurement.reference_bytes = extra[student], extra[reference]
     return measurement
+
+
+def timed_ratios(timed_pair):
+    """The ratios student/reference of the timed pairs: ``timed_pair(number)`` times pair ``number`` and returns
+    (student's seconds, reference's seconds). Pairs stop once more could not change the verdict (``_settled``, or a
+    median far past the last band); where the median then lies in a limit's noise band (``near_limit``),
+    ``TIMING_NEAR_PAIRS`` more are timed, and the verdict is the median of them all (``verdict``)."""
+    ratios = []
+    for pair in range(_limits.TIMING_REPEATS):
+        mine, theirs = timed_pair(pair)
+        ratios.append(mine / theirs)
+        if _settled(ratios) or (pair >= 2 and statistics.median(ratios) > 3 * _limits.TIMING_BANDS[-1][0]):
+            break  # more pairs would not change the verdict
+    if near_limit(statistics.median(ratios)) is not None:
+        for pair in range(len(ratios), len(ratios) + _limits.TIMING_NEAR_PAIRS):
+            mine, theirs = timed_pair(pair)
+            ratios.append(mine / theirs)
+    return ratios
+
+
+def near_limit(ratio):
+    """The band limit whose noise band holds ``ratio`` (from limit / TIMING_NOISE to limit * TIMING_NOISE), or None:
+    a ratio there may lie on either side of the limit by the machine's noise alone."""
+    for limit, _ in _limits.TIMING_BANDS:
+        if limit / _limits.TIMING_NOISE < ratio <= limit * _limits.TIMING_NOISE:
+            return limit
+    return None
+
+
+def verdict(ratio, pairs=None):
+    """(the fraction of a timed test's points, what the feedback adds) for the median ratio ``ratio``.
+
+    The fraction is the band's (``fraction_for``), but for a ratio above a limit and within its noise band, which
+    gets the limit's own side: the better verdict, said in the words. Outside every noise band, the words are ""."""
+    fraction, limit = fraction_for(ratio), near_limit(ratio)
+    if limit is None or ratio <= limit:
+        return fraction, ""
+    better = fraction_for(limit)
+    over = f" over {pairs} interleaved pairs" if pairs else ""
+    return better, (f"{ratio:.2f}x lies above the {limit:g}x limit but within the machine's noise of it (up to "
+                    f"{limit * _limits.TIMING_NOISE:.3g}x){over}: measured again with more pairs, it stayed there, "
+                    f"so it gets the better verdict, {share_words(better)} instead of {share_words(fraction)}.")
 
 
 def _run(child, spec, rng, seed, length, fresh_mappings=False):
@@ -681,7 +725,8 @@ def timed_lengths(spec, rng):
     the call measured for memory is at the spec's length), each drawn with ``call_length``. They are drawn before
     the path is counted, so that its steps are counted at some of the lengths it is timed at (``COUNT_TIMED``), and
     the recounts between timed pairs run at others of that range."""
-    return [call_length(spec, rng) for _ in range(1 + spec["warmup"] + _limits.TIMING_REPEATS)]
+    return [call_length(spec, rng)
+            for _ in range(1 + spec["warmup"] + _limits.TIMING_REPEATS + _limits.TIMING_NEAR_PAIRS)]
 
 
 def timed_range(spec):
@@ -1134,11 +1179,11 @@ def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, 
         except ChildFailed as error:
             lines.append(f"Time ({where}): not measured: {error}.")
             return 0.0, f"No points: {error}."
-        fraction = fraction_for(measured.ratio)
+        fraction, noise = verdict(measured.ratio, measured.pairs)
         bands = ", ".join(f"{share_words(share)} within {limit:g}x" for limit, share in rubric.TIMING_BANDS)
         lines.append(f"Time ({where}): {measured.ratio:.2f}x the reference ({measured.student_ms:.2f} ms against "
                      f"{measured.reference_ms:.2f} ms, median of {measured.pairs} interleaved pairs): "
-                     f"{share_words(fraction)} ({bands}).")
+                     f"{share_words(fraction)} ({bands})." + (f" {noise}" if noise else ""))
         if measured.student_bytes is not None:
             item_bytes = torch.empty((), dtype=getattr(torch, dtype)).element_size()
             score_bytes = spec["batch"] * spec["heads"] * spec["length"] ** 2 * item_bytes
