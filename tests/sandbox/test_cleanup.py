@@ -14,6 +14,7 @@
 import csv
 import os
 import stat
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -126,9 +127,24 @@ def snapshot(folder):
 REMOVE_AS_OWNER = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from autograder.sandbox import cleanup
+import cleanup
 print(cleanup.remove(sys.argv[2]))
 """
+
+
+@pytest.fixture(scope="module")
+def readable_cleanup():
+    """A folder every user may read holding a copy of autograder/sandbox/cleanup.py (standard library only), for
+    the job's user to import: the kit's own folder may be closed to it (a clone in a folder only root may enter,
+    as `mktemp -d` makes)."""
+    folder = Path(tempfile.mkdtemp(prefix="kit-cleanup-"))
+    try:
+        shutil.copy(ROOT / "autograder" / "sandbox" / "cleanup.py", folder / "cleanup.py")
+        folder.chmod(0o755)
+        (folder / "cleanup.py").chmod(0o644)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @as_root
@@ -136,7 +152,7 @@ print(cleanup.remove(sys.argv[2]))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                               HealthCheck.too_slow])
 @given(tree=st.dictionaries(names, trees, min_size=1, max_size=4), top_mode=modes, by_owner=st.booleans())
-def test_removal_leaves_nothing_of_any_tree_and_touches_nothing_outside(tree, top_mode, by_owner):
+def test_removal_leaves_nothing_of_any_tree_and_touches_nothing_outside(readable_cleanup, tree, top_mode, by_owner):
     """Removed by root, or by its owner (who must open the folders the job closed): never through a link."""
     folders = [subtree for subtree in _nodes(tree) if subtree[0] == "folder"]
     event(f"deepest chain: {max([folder[3] for folder in folders], default=0)}")
@@ -164,7 +180,7 @@ def test_removal_leaves_nothing_of_any_tree_and_touches_nothing_outside(tree, to
         os.chown(top, owner, owner)
         if by_owner:
             with leased_on_this_machine(UID):
-                done = subprocess.run([JOB_PYTHON, "-I", "-c", REMOVE_AS_OWNER, str(ROOT), str(top)], user=UID,
+                done = subprocess.run([JOB_PYTHON, "-I", "-c", REMOVE_AS_OWNER, str(readable_cleanup), str(top)], user=UID,
                                       group=UID, extra_groups=[], capture_output=True, text=True, cwd="/",
                                       timeout=60)
             assert done.stdout.strip() == "True", done.stdout + done.stderr
