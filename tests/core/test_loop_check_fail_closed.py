@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.core.loop_check import findings
-from test_loop_check import bound_through, run_program
+from test_loop_check import STEPS as ALL_STEPS, bound_through, run_program
 
 SHAW_PATH = ["shaw_scores", "clipped_relative_positions"]
 HEADER = "import functools\nimport sys\nimport types\n\nimport torch\n\n"
@@ -210,28 +210,11 @@ def test_timeit_with_a_function_and_an_unused_outside_import_are_fine():
 
 # -- properties: every way in from outside, at the end of any chain of bindings, is found; honest code is not.
 
-# One step of a binding chain: binds {new} to something that calls {cur} (as in test_loop_check.py).
-STEPS = {
-    "alias": "{new} = {cur}\n",
-    "tuple": "_unused{n}, {new} = None, {cur}\n",
-    "lambda": "{new} = lambda *args, **kwargs: {cur}(*args, **kwargs)\n",
-    "partial": "{new} = functools.partial({cur})\n",
-    "lru_cache": "{new} = functools.lru_cache(maxsize=None)({cur})\n",
-    "decorator": "@functools.wraps({cur})\ndef {new}(*args, **kwargs):\n    return {cur}(*args, **kwargs)\n",
-    "instance": "class Call{n}:\n    def __call__(self, *args, **kwargs):\n        return {cur}(*args, **kwargs)\n\n\n"
-                "{new} = Call{n}()\n",
-    "instance_attribute": "class Hold{n}:\n    def __init__(self, function):\n        self.function = function\n\n"
-                          "    def __call__(self, *args):\n        return self.function(*args)\n\n\n"
-                          "{new} = Hold{n}({cur})\n",
-    "dict": "table{n} = {{'impl': {cur}}}\n{new} = table{n}['impl']\n",
-    "namespace": "space{n} = types.SimpleNamespace(impl={cur})\n{new} = space{n}.impl\n",
-    "staticmethod": "class Box{n}:\n    impl = staticmethod({cur})\n\n\n{new} = Box{n}.impl\n",
-    "factory": "def make{n}():\n    def inner(*args, **kwargs):\n        return {cur}(*args, **kwargs)\n"
-               "    return inner\n\n\n{new} = make{n}()\n",
-    "walrus": "({new} := {cur})\n",
-    "global_write": "def install{n}(function):\n    global {new}\n    {new} = function\n\n\ninstall{n}({cur})\n",
-    "default_value": "def {new}(*args, _impl={cur}):\n    return _impl(*args)\n",
-}
+# The steps of a binding chain these properties draw: each binds {new} to something that calls {cur}
+# (test_loop_check.py holds them all, and the properties of the others).
+STEPS = {kind: ALL_STEPS[kind] for kind in ("alias", "tuple", "lambda", "partial", "lru_cache", "decorator", "instance",
+                                            "instance_attribute", "dict", "namespace", "staticmethod", "factory",
+                                            "walrus", "global_write", "default_value")}
 
 # Ways of bringing code in from outside the submission's text, each binding {new}. {m}: a module name.
 WAYS_IN = {
