@@ -2,11 +2,11 @@
 
 What is measured
 ----------------
-Two computations of (B, H, L, L) attention scores with relative positions, each
+Five computations of (B, H, L, L) attention scores with positions, each
 in several ways, all checked to agree with the reference before anything is timed
 (all but ``bare``, which leaves the position term out):
 
-Both groups:
+Every group:
 * ``bare``: ``q @ k^T`` alone, the matrix product every score path contains: the
   floor a path is measured against (``ref x bare``: the reference's time over it).
 
@@ -42,6 +42,11 @@ T5 (a learned bias per distance bucket and head, scale 1 as in T5):
 * ``loop``: the bias built row by row in a Python loop over query positions.
 * ``hf``: ``T5Attention.compute_bias(L, L)`` (buckets per pair) plus ``q @ k^T``.
 
+Scaled RoPE (the third unit's timed path; YaRN's frequencies for 4096 trained positions read 8 times further, and
+its attention scale, made once outside the calls as the timing tier makes its frequencies):
+* ``reference``: ``solutions.long_context.scaled_rope_scores(q, k, frequencies, attention_scale=...)``.
+* ``loop``: the rotation row by row in a Python loop over positions. No Hugging Face column.
+
 * time: the median wall time of one call over ``--repeats`` repetitions after
   ``--warmup`` calls, the paths interleaved (the order turns every repetition),
   under ``torch.no_grad()``. CPU: ``time.perf_counter`` with ``--threads``
@@ -75,6 +80,7 @@ flags; ``--quick`` for tiny sizes, used by a smoke test).
 """
 
 import argparse
+import functools
 import gc
 import json
 import math
@@ -97,6 +103,7 @@ import torch  # noqa: E402
 from solutions.positional_encodings import (  # noqa: E402
     biased_scores, clipped_relative_positions, shaw_scores, t5_bias, t5_relative_position_bucket)
 from solutions.rotary_alibi import alibi_bias, alibi_slopes, rope_scores, rotary_angles  # noqa: E402
+from solutions.long_context import scaled_rope_scores, yarn_attention_scale, yarn_inverse_frequencies  # noqa: E402
 
 DEFAULTS = dict(lengths=[256, 1024, 2048], batch=1, heads=8, head_dim=64, max_rel=16, repeats=5, warmup=1,
                 loop_max_length=1024)
@@ -225,6 +232,37 @@ def _hf_llama():
     return path
 
 
+@functools.lru_cache(maxsize=None)
+def _yarn(head_dim, device):
+    """YaRN's frequencies (dh/2,) on ``device`` and its attention scale, for a model trained at 4096 positions read 8
+    times further: made once, outside the calls timed, as the third unit's timing tier makes its frequencies."""
+    frequencies = yarn_inverse_frequencies(head_dim, factor=8.0, trained_length=4096)
+    return frequencies.to(device), yarn_attention_scale(8.0)
+
+
+def scaled_rope_reference(x):
+    """The third unit's score path (its timing tier's): q and k turned at YaRN's frequencies, times its scale."""
+    frequencies, attention_scale = _yarn(x.q.shape[-1], x.q.device)
+    return scaled_rope_scores(x.q, x.k, frequencies, attention_scale=attention_scale)
+
+
+def scaled_rope_loop(x):
+    """The same with the rotation done row by row in a Python loop over positions (rotate-half pairs)."""
+    frequencies, attention_scale = _yarn(x.q.shape[-1], x.q.device)
+    half = x.q.shape[-1] // 2
+
+    def turned(t):
+        rows = []
+        for position in range(t.shape[-2]):
+            angle = position * frequencies  # (dh/2,)
+            cos, sin = torch.cos(angle), torch.sin(angle)
+            a, b = t[..., position:position + 1, :half], t[..., position:position + 1, half:]
+            rows.append(torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1))
+        return torch.cat(rows, dim=-2)
+
+    return (attention_scale / math.sqrt(x.q.shape[-1])) * (turned(x.q) @ turned(x.k).transpose(-2, -1))
+
+
 def alibi_reference(x):
     """The ALiBi path as the timing tier runs it (autograder/units/rotary_alibi/job.py): the reference's bias,
     and scale * q @ k^T added to it in the product's own kernel."""
@@ -262,6 +300,7 @@ PATHS = {
     "t5": lambda: {"bare": bare_matmul, "reference": t5_reference, "loop": t5_loop},
     "rope": lambda: {"bare": bare_matmul, "reference": rope_reference, "loop": rope_loop},
     "alibi": lambda: {"bare": bare_matmul, "reference": alibi_reference, "loop": alibi_loop},
+    "scaled_rope": lambda: {"bare": bare_matmul, "reference": scaled_rope_reference, "loop": scaled_rope_loop},
 }
 HUGGING_FACE = {"shaw": _hf_relative_key, "t5": _hf_t5, "rope": _hf_llama, "alibi": _hf_bloom}
 
@@ -271,13 +310,14 @@ def paths_of(group, hugging_face=True):
     paths = PATHS[group]()
     if hugging_face:
         try:
-            paths["hf"] = HUGGING_FACE[group]()
+            if group in HUGGING_FACE:  # no Hugging Face path for the third unit's scaled scores
+                paths["hf"] = HUGGING_FACE[group]()
         except ImportError:
             print(f"({group}: transformers is not installed, so there is no Hugging Face column)", file=sys.stderr)
     return paths
 
 
-GROUPS = ("shaw", "t5", "rope", "alibi")
+GROUPS = ("shaw", "t5", "rope", "alibi", "scaled_rope")
 
 
 # --------------------------------------------------------------------------- memory
@@ -440,7 +480,8 @@ def run(device, group, args):
 def print_table(device, group, names, rows, args):
     clock = f"threads={args.threads}, {allocator_words()}" if device == "cpu" else "CUDA events"
     title = {"shaw": "Shaw relative-key scores", "t5": "T5 relative-bias scores", "rope": "RoPE scores (rotate half)",
-             "alibi": "ALiBi scores (causal bias)"}[group]
+             "alibi": "ALiBi scores (causal bias)",
+             "scaled_rope": "Scaled RoPE scores (YaRN's frequencies and scale, the third unit)"}[group]
     print(f"\n{title} | device={device} ({clock}) | B={args.batch} H={args.heads} dh={args.head_dim} "
           f"k={args.max_rel} | median of {args.repeats} interleaved reps after {args.warmup} warm-up | "
           f"torch {torch.__version__}")

@@ -15,16 +15,18 @@ def test_score_path_benchmark_prints_every_path_side_by_side():
     assert run.returncode == 0, run.stderr
     for column in ("ref ms", "naive ms", "loop ms", "hf ms", "ref MiB", "hf MiB", "x ref"):
         assert column in run.stdout, column
-    for title in ("Shaw relative-key scores", "T5 relative-bias scores", "RoPE scores", "ALiBi scores"):
+    titles = {"shaw": "Shaw relative-key scores", "t5": "T5 relative-bias scores", "rope": "RoPE scores (rotate half)",
+              "alibi": "ALiBi scores", "scaled_rope": "Scaled RoPE scores"}
+    for title in titles.values():
         assert title in run.stdout, title
-    assert sum(line.strip().startswith("64 |") for line in run.stdout.splitlines()) == 4  # a row per group
-    assert run.stdout.count("freed memory reused (MALLOC_MMAP_MAX_=0, heap never trimmed)") == 4  # each table says which
+    assert sum(line.strip().startswith("64 |") for line in run.stdout.splitlines()) == 5  # a row per group
+    assert run.stdout.count("freed memory reused (MALLOC_MMAP_MAX_=0, heap never trimmed)") == 5  # each table says which
     lines = run.stdout.split("by allocator, from the runs above")[1].strip().splitlines()
     assert lines[0].split() == ["path", "L", "|", "reuse"]
     rows = {tuple(line.split()[:2]): line.split()[3] for line in lines[2:]}
-    assert sorted(rows) == sorted((group, "64") for group in ("shaw", "t5", "rope", "alibi"))
+    assert sorted(rows) == sorted((group, "64") for group in titles)
     for (group, _), ratio in rows.items():  # the figure of its own table, carried over
-        table = run.stdout.split({"shaw": "Shaw", "t5": "T5", "rope": "RoPE", "alibi": "ALiBi"}[group], 1)[1]
+        table = run.stdout.split(titles[group], 1)[1]
         row = next(line for line in table.splitlines() if line.strip().startswith("64 |"))
         assert row.split()[4] == ratio
 
