@@ -638,7 +638,7 @@ def timed_ratios(timed_pair):
     """The ratios student/reference of the timed pairs: ``timed_pair(number)`` times pair ``number`` and returns
     (student's seconds, reference's seconds). Pairs stop once more could not change the verdict (``_settled``, or a
     median far past the last band); where the median then lies in a limit's noise band (``near_limit``),
-    ``TIMING_NEAR_PAIRS`` more are timed, and the verdict is the median of them all (``verdict``)."""
+    ``TIMING_NEAR_PAIRS`` more are timed, and the verdict is the median of them all (``band_verdict``)."""
     ratios = []
     for pair in range(_limits.TIMING_REPEATS):
         mine, theirs = timed_pair(pair)
@@ -661,7 +661,7 @@ def near_limit(ratio):
     return None
 
 
-def verdict(ratio, pairs=None):
+def band_verdict(ratio, pairs=None):
     """(the fraction of a timed test's points, what the feedback adds) for the median ratio ``ratio``.
 
     The fraction is the band's (``fraction_for``), but for a ratio above a limit and within its noise band, which
@@ -1179,7 +1179,7 @@ def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, 
         except ChildFailed as error:
             lines.append(f"Time ({where}): not measured: {error}.")
             return 0.0, f"No points: {error}."
-        fraction, noise = verdict(measured.ratio, measured.pairs)
+        fraction, noise = band_verdict(measured.ratio, measured.pairs)
         bands = ", ".join(f"{share_words(share)} within {limit:g}x" for limit, share in rubric.TIMING_BANDS)
         lines.append(f"Time ({where}): {measured.ratio:.2f}x the reference ({measured.student_ms:.2f} ms against "
                      f"{measured.reference_ms:.2f} ms, median of {measured.pairs} interleaved pairs): "

@@ -73,7 +73,7 @@ TIMING_MIN_PAIRS = 5
 # p90 1.44x, five pairs each; benchmarks/RESULTS.md, 2026-12-04), and a path that sits at a limit (the materialised
 # Shaw path reads 3.6x to 5x against the 4x limit, by machine) would otherwise get either verdict by chance. Such a
 # median is measured again: TIMING_NEAR_PAIRS more pairs, the median taken over all of them. Where it is still in
-# the band, the student gets the better verdict (the limit's own side), and the feedback says so (timing.verdict).
+# the band, the student gets the better verdict (the limit's own side), and the feedback says so (timing.band_verdict).
 TIMING_NOISE = 1.25
 TIMING_NEAR_PAIRS = 15
 TIMING_CALL_SECONDS = 10.0  # one call of the student's path; slower scores 0

@@ -2,7 +2,7 @@
 
 A median ratio within a limit's noise band (limit / TIMING_NOISE to limit * TIMING_NOISE) is measured again with
 TIMING_NEAR_PAIRS more pairs; where it is still there, the student gets the better verdict, and the feedback says
-so. Everything here runs ``timing.timed_ratios`` and ``timing.verdict`` on timings handed to them: no clock is read.
+so. Everything here runs ``timing.timed_ratios`` and ``timing.band_verdict`` on timings handed to them: no clock is read.
 """
 
 import itertools
@@ -11,7 +11,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from autograder.core.timing import fraction_for, near_limit, timed_ratios, verdict
+from autograder.core.timing import band_verdict, fraction_for, near_limit, timed_ratios
 from autograder.sandbox import limits
 
 NOISE, EXTRA, MOST = limits.TIMING_NOISE, limits.TIMING_NEAR_PAIRS, limits.TIMING_REPEATS
@@ -24,7 +24,7 @@ def _in_a_band(ratio):
 
 @given(st.floats(min_value=0.01, max_value=1000, allow_nan=False))
 def test_the_verdict_is_the_band_s_outside_every_noise_band_and_the_better_one_inside(ratio):
-    fraction, words = verdict(ratio)
+    fraction, words = band_verdict(ratio)
     below = max((limit for limit in LIMITS if limit < ratio <= limit * NOISE), default=None)
     if below is None:  # not above a limit within its noise: the band of the ratio, nothing said
         assert (fraction, words) == (fraction_for(ratio), "")
@@ -37,8 +37,8 @@ def test_the_verdict_is_the_band_s_outside_every_noise_band_and_the_better_one_i
 @given(st.floats(min_value=0.01, max_value=1000), st.floats(min_value=0.01, max_value=1000))
 def test_a_slower_path_never_gets_a_better_verdict(one, two):
     slow, fast = max(one, two), min(one, two)
-    assert verdict(slow)[0] <= verdict(fast)[0]
-    assert verdict(slow)[0] >= fraction_for(slow)  # the noise band only ever gives, never takes
+    assert band_verdict(slow)[0] <= band_verdict(fast)[0]
+    assert band_verdict(slow)[0] >= fraction_for(slow)  # the noise band only ever gives, never takes
 
 
 def _pairs(ratios):
@@ -90,7 +90,7 @@ def test_a_path_that_sits_at_the_full_points_limit_gets_full_points_every_time()
         timed_pair, _ = _pairs([4.0 * rng.uniform(0.85, 1.2) for _ in range(MOST + EXTRA)])
         ratios = timed_ratios(timed_pair)
         assert len(ratios) > MOST  # always measured again: the median is near 4x
-        fractions.add(verdict(_median(ratios), len(ratios))[0])
+        fractions.add(band_verdict(_median(ratios), len(ratios))[0])
     assert fractions == {1.0}
 
 
@@ -99,4 +99,4 @@ def test_a_path_well_past_a_limit_keeps_its_band_and_is_not_measured_again():
         timed_pair, given_out = _pairs(itertools.repeat(true_ratio))
         ratios = timed_ratios(timed_pair)
         assert len(ratios) == limits.TIMING_MIN_PAIRS if true_ratio < 3 * LIMITS[-1] else len(ratios) <= MOST
-        assert verdict(_median(ratios), len(ratios)) == (fraction, "")
+        assert band_verdict(_median(ratios), len(ratios)) == (fraction, "")

@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 from autograder.units.positional_encodings import rubric
 from autograder.core.compare import loops_in
 from autograder.core.grade import Grader
-from autograder.core.timing import fraction_for, verdict
+from autograder.core.timing import band_verdict, fraction_for
 from autograder.sandbox import limits as _limits
 from conftest import UNIT
 
@@ -119,7 +119,7 @@ def test_a_vectorized_but_materialising_path_is_timed_and_scored_by_the_ratio_it
     assert ratios, shaw.output
     assert shaw.score > 0, shaw.output
     # The ratio is printed to two decimals: either side of the rounding may have decided the band.
-    bands = {min(verdict(ratio + rounding)[0] for ratio in ratios) for rounding in (-0.005, 0.005)}
+    bands = {min(band_verdict(ratio + rounding)[0] for ratio in ratios) for rounding in (-0.005, 0.005)}
     assert shaw.score in {shaw.max_score * fraction for fraction in bands}, shaw.output
 
 

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from autograder.core.timing import verdict
+from autograder.core.timing import band_verdict
 
 from autograder.units.positional_encodings import rubric
 from conftest import task_scores
@@ -57,7 +57,7 @@ def test_alternative_formulation_scores_full_marks(alternative_results, grader, 
         # timed, keeps points, and scores the band of the ratio it printed (the bands and their noise: test_timing_tier, test_timing_noise_band).
         ratios = [float(r) for r in re.findall(r"^Time \([^)]*\): ([0-9.]+)x the reference", timed.output, re.M)]
         assert ratios and timed.score > 0, timed.output
-        bands = {min(verdict(ratio + rounding)[0] for ratio in ratios) for rounding in (-0.005, 0.005)}
+        bands = {min(band_verdict(ratio + rounding)[0] for ratio in ratios) for rounding in (-0.005, 0.005)}
         assert timed.score in {timed.max_score * fraction for fraction in bands}, timed.output
 
 
