@@ -51,8 +51,8 @@ def pytest_configure(config):
         build()
 
 
-# The suite in two speeds (issue 38). A plain `pytest` runs the quick tier: every module's own tests, each unit's
-# reference full and stubs 0, in about 3 minutes on 2 cores, for between edits. `pytest --full` (what .ci/run runs)
+# The suite in two speeds (issue 38). A plain `pytest` runs the quick tier: the modules' own tests that need no more
+# than a few gradings, each unit's reference full and stubs 0, in about 3 minutes on 2 cores, for between edits. `pytest --full` (what .ci/run runs)
 # adds the tests marked `full`: those that start the real outside components (nbgrader's course runs and a Jupyter
 # kernel, the platforms' Docker containers, a browser, tier C's job users), grade the held-in blind sets and the
 # mutation sets, time paths for real, or run the benchmarks and lessons end to end. A file is marked here, by name,
@@ -75,6 +75,13 @@ FULL_FILES = {
     "test_blind_sets.py", "test_error_model.py", "test_unlisted_mistakes.py", "test_self_check_mutation.py",
     "test_self_checks_name_mistakes.py", "test_one_mistake_one_charge.py", "test_rotary_alibi_alternatives_agree.py",
     "test_alternative_formulations.py", "test_sample_class.py",
+    # many submissions graded through the sandbox, one by one (the grader's own properties, end to end)
+    "test_grader_voice.py", "test_form_slips.py", "test_self_checks.py", "test_class_grading.py",
+    "test_behaviour_contracts.py", "test_rotary_alibi_grading.py", "test_timing_fresh_inputs.py", "test_contracts.py",
+    "test_sandbox.py", "test_protocol.py", "test_self_check_teaches.py", "test_nbgrader_inert.py",
+    "test_student_feedback.py", "test_similarity.py", "test_timing_tier.py", "test_bad_submissions.py",
+    "test_unit_recognition.py", "test_command_line.py", "test_demo_table.py", "test_loop_count_grading.py",
+    "test_threshold_cases.py", "test_command_line_refusals.py", "test_count_end_to_end.py", "test_timing_budget.py",
     # timing for real, whole class runs, the benchmarks' smoke runs
     "test_timing_same_cpu.py", "test_timing_integrity.py", "test_class_run_ends.py", "test_class_run.py",
     "test_benchmark_runs.py", "test_plain_course.py", "test_demo_every_unit.py", "test_hidden_cases_per_student.py",
