@@ -29,8 +29,9 @@ RoPE (the second unit; the rotate-half layout, scale 1/sqrt(dh)):
 * ``hf``: LLaMA's ``LlamaRotaryEmbedding`` and ``apply_rotary_pos_emb``, then the product.
 
 ALiBi (the second unit; the causal bias, scale 1/sqrt(dh)):
-* ``reference``: ``alibi_bias(L, L, alibi_slopes(H))`` with ``scale * q @ k^T`` added in the product's own
-  kernel (``baddbmm``), as the timing tier's ALiBi path runs it.
+* ``reference``: ``alibi_bias(L, L, alibi_slopes(H))`` broadcast into the scores' own storage, then
+  ``scale * q @ k^T`` added there in the product's kernel (``baddbmm_``, beta = 1), as the timing tier's ALiBi
+  path runs it: no (B, H, L, L) tensor but the scores.
 * ``loop``: the bias built row by row in a Python loop over query positions.
 * ``hf``: BLOOM's ``build_alibi_tensor`` (``slope * j``, equal after the softmax), added to the scores.
 
@@ -268,10 +269,12 @@ def alibi_reference(x):
     and scale * q @ k^T added to it in the product's own kernel."""
     batch, heads, length, head_dim = x.q.shape
     bias = alibi_bias(length, length, alibi_slopes(heads, device=x.q.device))  # (1, H, L, L)
-    return torch.baddbmm(bias.expand(batch, heads, length, length).reshape(batch * heads, length, length),
-                         x.q.reshape(batch * heads, length, head_dim),
-                         x.k.reshape(batch * heads, length, head_dim).transpose(1, 2),
-                         alpha=1.0 / math.sqrt(head_dim)).view(batch, heads, length, length)
+    scores = torch.empty(batch, heads, length, length, dtype=x.q.dtype, device=x.q.device)  # (B, H, L, L)
+    scores.copy_(bias)  # broadcast over the batch into the scores' own storage: no (B, H, L, L) temporary
+    scores.view(batch * heads, length, length).baddbmm_(x.q.reshape(batch * heads, length, head_dim),
+                                                        x.k.reshape(batch * heads, length, head_dim).transpose(1, 2),
+                                                        alpha=1.0 / math.sqrt(head_dim))
+    return scores
 
 
 def alibi_loop(x):
