@@ -381,7 +381,7 @@ def main(argv=None):
         print(f"Fill in each TODO, then check the unit: python -m autograder check-unit {args.name}")
         return 0
     if args.command == "check-unit":
-        from autograder.course.scaffold import ScaffoldError, check_unit
+        from autograder.course.check_unit import ScaffoldError, check_unit
 
         try:
             found = check_unit(args.name, nbgrader=not args.without_nbgrader)

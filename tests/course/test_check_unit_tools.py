@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder.core import units
-from autograder.course.scaffold import Check
+from autograder.course.check_unit import Check
 from test_scaffold import copy_repository, edit, environment
 
 ROOT = Path(__file__).resolve().parents[2]

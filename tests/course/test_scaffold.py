@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from autograder.course.notebook import filled_notebook
-from autograder.course.scaffold import ScaffoldError, check_unit, new_unit
+from autograder.course.check_unit import check_unit
+from autograder.course.scaffold import ScaffoldError, new_unit
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = "toy_unit"
