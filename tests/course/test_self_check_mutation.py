@@ -5,7 +5,8 @@ The known mistakes: the first unit's sample class (samples.py's MISTAKES, the re
 and both units' blind sets (tests/submissions/blind/<unit>/mistakes/, each file a function appended after the
 reference, its name starting with its task). The correct ones: each unit's reference (every self-check) and the
 blind sets' alternatives/. Each submission is put in a built student folder as the student's module and checked
-the way a student checks it, one pytest per submission.
+the way a student checks it, one pytest per submission (forked from a process that has imported torch once:
+tests/helpers/forked_pytest.py; tests/course/test_self_checks.py starts pytest as a student does).
 
 Measured on the self-checks as they were before issue 24 item 7: 18 of the 92 mistakes passed their task's
 checks (2 of biased_scores, 1 of learned, 2 of t5_bias, 2 of t5_bucket, 2 of alibi_bias, 2 of apply_rotary,
@@ -19,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+import forked_pytest
 from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.ways_in.demo import apply
-from test_self_checks import _pytest, _student_folder, second_unit  # noqa: F401  (second_unit: a fixture used here)
+from test_self_checks import _student_folder, second_unit  # noqa: F401  (second_unit: a fixture used here)
 
 BLIND = Path(__file__).parents[1] / "submissions" / "blind"
 UNITS = ("positional_encodings", "rotary_alibi")
@@ -56,9 +58,12 @@ def checked(tmp_path_factory, reference_text, second_unit):  # noqa: F811
             return references[unit] + "\n\n" + source.read_text(encoding="utf-8")
         return apply(source, references[unit])
 
-    jobs = [(f"reference:{unit}", lambda unit=unit: _pytest(built[unit])) for unit in UNITS]
+    def pytest_in(folder, *args):
+        return forked_pytest.run(folder, "-p", "no:cacheprovider", *args)
+
+    jobs = [(f"reference:{unit}", lambda unit=unit: pytest_in(built[unit])) for unit in UNITS]
     jobs += [(name, lambda name=name, unit=unit, task=task, source=source:
-              _pytest(folder_with(name, unit, text(unit, source)), "-k", task))
+              pytest_in(folder_with(name, unit, text(unit, source)), "-k", task))
              for name, unit, task, source in KNOWN_MISTAKES + ALTERNATIVES]
     # The plugins of this environment (hypothesis, ...) are no part of a student's folder, and cost a second a run.
     with pytest.MonkeyPatch.context() as patch, ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as pool:

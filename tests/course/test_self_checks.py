@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+import forked_pytest
 from autograder.units.positional_encodings import rubric
 
 from autograder.ways_in.demo import apply
@@ -22,12 +23,15 @@ def _student_folder(tmp_path, module_text):
 
 
 def _pytest(folder, *args):
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=folder,
-                          capture_output=True, text=True, timeout=120)
+    """pytest in ``folder`` with ``args``, forked from a process that has imported torch
+    (tests/helpers/forked_pytest.py): the student's own pytest run, without a second's import of torch each time."""
+    return forked_pytest.run(folder, "-p", "no:cacheprovider", *args)
 
 
 def test_self_checks_all_pass_on_the_reference(tmp_path, reference_text):
-    run = _pytest(_student_folder(tmp_path, reference_text))
+    """As a student starts them: the command ``python -m pytest`` in the folder."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
+                         cwd=_student_folder(tmp_path, reference_text), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-3000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
 
