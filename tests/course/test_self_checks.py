@@ -1,5 +1,6 @@
 """The student's `pytest -k <task>` self-checks: green on the reference, red and teaching on the stubs."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,26 @@ def test_self_checks_all_pass_on_the_reference(tmp_path, reference_text):
                          cwd=_student_folder(tmp_path, reference_text), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-3000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
+
+
+def _said(run):
+    """pytest's last line without its time, and the ids of the failed checks: what a run says of the checks."""
+    lines = run.stdout.strip().splitlines()
+    return (re.sub(r" in [0-9.]+s.*", "", lines[-1] if lines else ""),
+            sorted(line.split(" ")[1] for line in lines if line.startswith("FAILED ")))
+
+
+def test_a_forked_run_says_what_the_command_a_student_types_says(tmp_path, stub_text, reference_text):
+    """The forked runs the other tests use (tests/helpers/forked_pytest.py) against ``python -m pytest`` itself: the
+    same exit code, the same checks selected, passed and failed, on the stubs and on the reference."""
+    for text, args in ((stub_text, ("-k", "t5_bucket")), (stub_text, ("-k", "sinusoidal", "--collect-only", "-q")),
+                       (reference_text, ("-k", "shaw"))):
+        folder = _student_folder(tmp_path / str(len(args)) / ("stub" if text is stub_text else "reference"), text)
+        typed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rf", *args], cwd=folder,
+                               capture_output=True, text=True, timeout=120)
+        forked = _pytest(folder, "-rf", *args)
+        assert forked.returncode == typed.returncode, (forked.stdout[-2000:], typed.stdout[-2000:])
+        assert _said(forked) == _said(typed), (forked.stdout[-2000:], typed.stdout[-2000:])
 
 
 def test_each_task_word_selects_only_that_tasks_checks_and_they_fail_on_the_stub(tmp_path, stub_text):
