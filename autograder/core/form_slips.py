@@ -219,7 +219,7 @@ def _meta_slip(outcomes):
     return None
 
 
-def _refusals(cases, results, failing, names):
+def _refusals(cases, results, failing, names, passed):
     """Where every failing case is a refusal the other way round: a result where the reference raises (the check
     wants an exception), or an exception where the reference returns one; named by the kinds of the numbers the
     failing calls pass that no call of the other side passes (a check is about those), else None."""
@@ -262,7 +262,7 @@ def _refusals(cases, results, failing, names):
     errors = [(results[case.id] or {}).get("error") for case in failing]
     if all(error and not getattr(case.check, "raises", None) and "ValueError" in (error.get("mro") or ())
            for case, error in zip(failing, errors)) and len({error.get("type") for error in errors}) == 1:
-        passing = [case for case in returning if results.get(case.id) is not None and _passes(case, results[case.id])]
+        passing = [case for case in returning if results.get(case.id) is not None and passed(case)]
         reasons = kinds_of(failing) - kinds_of(passing)
         if not reasons or any(not (_argument_kinds(case, names) & reasons) for case in failing):
             return None
@@ -419,19 +419,20 @@ def _normalised_slip(failing, outcomes):
     return min(common) if common else None
 
 
-def explain(cases, results, failing_tests, names):
+def explain(cases, results, failing_tests, names, passed=None):
     """The words naming a slip of form that explains every failing case of ``failing_tests`` (test ids), or None.
     ``cases`` are the task's, ``results`` the student's outcomes by case id, ``names`` {function: its parameters'
-    names}."""
+    names}; ``passed(case)``, where given, the check's verdict on the student's outcome, already known."""
+    passed = passed or (lambda case: _passes(case, results[case.id]))
     failing = [case for case in cases if case.test in failing_tests and case.scored
-               and results.get(case.id) is not None and not _passes(case, results[case.id])]
+               and results.get(case.id) is not None and not passed(case)]
     if not failing:
         return None
-    refusal = _refusals(cases, results, failing, names)
+    refusal = _refusals(cases, results, failing, names, passed)
     if refusal or any(case.probe.get("op") in SEQUENCE_OPS for case in failing):
         return refusal
     if all(getattr(case.check, "expected_device", None) == "meta" for case in failing) and any(
-            getattr(case.check, "expected_device", None) != "meta" and _passes(case, results[case.id])
+            getattr(case.check, "expected_device", None) != "meta" and passed(case)
             for case in cases if results.get(case.id) is not None):
         return _meta_slip([results[case.id] for case in failing])
     outcomes = [results[case.id] for case in failing]

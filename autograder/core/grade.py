@@ -634,12 +634,17 @@ class Grader:
         kinds = (voice.WRONG, voice.RAISED) + (() if stub else (voice.NOT_IMPLEMENTED,))
         # A test that fails only for the test it needs (its own cases pass) is not explained again here.
         verdicts = verdicts or {}
+        probed = _named_as_probed(results, cases)  # as score_tests read them
+        known = {}
 
-        def passes(case):
-            if case.id in verdicts:
-                verdict = verdicts[case.id][0]
-                return verdict is not None and verdict.passed
-            return mutants.passes(case, results.get(case.id))
+        def passes(case):  # each case's check runs once in a grading, whoever asks (score_tests, the model, form_slips)
+            if case.id not in known:
+                if case.id in verdicts:
+                    verdict = verdicts[case.id][0]
+                    known[case.id] = verdict is not None and verdict.passed
+                else:
+                    known[case.id] = mutants.passes(case, probed.get(case.id))
+            return known[case.id]
 
         own_cases_pass = {test.id: all(passes(case) for case in cases if case.test == test.id and case.scored)
                           for test in scored}
@@ -650,17 +655,16 @@ class Grader:
         # mistake again in other words. The model's jobs would cost a class of declared mistakes time for nothing.
         if not unnamed or any(test.diagnosis.mistakes for test in scored if not test.passed):
             return scored
-        probed = _named_as_probed(results, cases)
         said = None
         if self.model is not None:  # None: a grader made without the model (benchmarks/error_model.py)
             try:  # the edit of the reference's line, where one gives the student's outputs
-                words = self.model.explain(seed, task, cases, probed)
+                words = self.model.explain(seed, task, cases, probed, passes)
             except Exception:  # the names only add words: without them, the row stands as scored
                 words = ()
             said = mutants.likely_line(words) if words else None
         if said is None:  # else a slip of form the outcomes show outright (core/form_slips.py)
             try:
-                said = form_slips.explain(cases, probed, {test.id for test in unnamed}, self._parameters(task))
+                said = form_slips.explain(cases, probed, {test.id for test in unnamed}, self._parameters(task), passes)
             except Exception:
                 said = None
         if said is None:

@@ -857,9 +857,11 @@ def _passes_all(cases, outcomes):
     return True
 
 
-def _agrees(cases, student, outcomes):
+def _agrees(cases, student, outcomes, student_passes=None):
     """Whether a mutant's ``outcomes`` are the student's on every case that ran for both: the same outcome, and the
-    same verdict of the case's check."""
+    same verdict of the case's check. ``student_passes(case)``, where given, is the check's verdict on the
+    student's outcome, already known (the grade checked it)."""
+    student_passes = student_passes or (lambda case: passes(case, student[case.id]))
     compared = 0
     for case in cases:
         mine, its = student.get(case.id), outcomes.get(case.id)
@@ -872,7 +874,7 @@ def _agrees(cases, student, outcomes):
             same = False
         # The same to the comparison and yet judged apart by the check (an error message the check reads, which
         # the comparison does not): not the student's outcome.
-        if not same or passes(case, mine) != passes(case, its):
+        if not same or student_passes(case) != passes(case, its):
             return False
         compared += 1
     return compared > 0
@@ -924,11 +926,19 @@ class Model:
         live = tuple(m for m in chosen if not _passes_all(cases, found[m.number]))
         return live, {m.number: found[m.number] for m in live}
 
-    def explain(self, seed, task, cases, student):
+    def explain(self, seed, task, cases, student, student_passes=None):
         """The words of every mutant (or pair) whose outcome is the student's on every case of ``task`` that ran,
-        in the mutants' order; () where none is."""
+        in the mutants' order; () where none is. ``student_passes(case)``: the check's verdict on the student's
+        outcome where the caller knows it (each check is then run once per grading, not once per mutant)."""
+        if student_passes is None:
+            known = {}
+
+            def student_passes(case):
+                if case.id not in known:
+                    known[case.id] = passes(case, student[case.id])
+                return known[case.id]
         ran = [case for case in cases if student.get(case.id) is not None]
-        failing = [case for case in ran if not passes(case, student[case.id])]
+        failing = [case for case in ran if not student_passes(case)]
         if not failing:
             return ()
         first = []
@@ -937,19 +947,20 @@ class Model:
                 first.append(case)
         everything = mutants(self.unit, task)
         screened = self._outcomes(seed, task, everything, first)
-        agreeing = {m.number: {case.id for case in first if _agrees([case], student, screened[m.number])}
+        agreeing = {m.number: {case.id for case in first
+                               if _agrees([case], student, screened[m.number], student_passes)}
                     for m in everything}
         candidates = [m for m in everything if len(agreeing[m.number]) == len(first)]
         if candidates:
             found = self._outcomes(seed, task, candidates, ran)
-            matched = [m for m in candidates if _agrees(ran, student, found[m.number])]
+            matched = [m for m in candidates if _agrees(ran, student, found[m.number], student_passes)]
             if matched:
                 return tuple(dict.fromkeys(m.words for m in matched))
         helpful = [m for m in everything if agreeing[m.number]]
         return tuple(dict.fromkeys(m.words for m in self._pairs(seed, task, ran, student, helpful, agreeing, first,
-                                                                everything)))
+                                                                everything, student_passes)))
 
-    def _pairs(self, seed, task, ran, student, helpful, agreeing, first, everything=()):
+    def _pairs(self, seed, task, ran, student, helpful, agreeing, first, everything=(), student_passes=None):
         """Pairs of edits, tried on every case: the same slip made twice on one line (``twins``), and pairs each of
         whose edits gives the student's outcome on some of the screened cases, together on all of them
         (``PAIRS_TRIED`` at most)."""
@@ -970,7 +981,7 @@ class Model:
         if not candidates:
             return []
         found = self._outcomes(seed, task, candidates, ran)
-        return [pair for pair in candidates if _agrees(ran, student, found[pair.number])]
+        return [pair for pair in candidates if _agrees(ran, student, found[pair.number], student_passes)]
 
 
 def passes(case, outcome):
