@@ -17,12 +17,14 @@ exactly the student's output, names it.
 import inspect
 import random
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
 from autograder.core.compare import first_wrong, mismatch, relation, torch_error_meaning
+from autograder.core.contracts import same_designs
 from autograder.core.voice import class_name, name_of, quote
 
 
@@ -508,9 +510,39 @@ def hints_of(unit, task):
     return getattr(unit.cases_module(task), "HINTS", {})
 
 
+# {unit: {contract: its design}}: the designs of each unit's shared seed, which every seed's cases hold.
+_SHARED_DESIGNS = weakref.WeakKeyDictionary()
+
+
+def shared_designs(unit):
+    """{contract: rows} of ``unit``'s shared seed: the design of every seed's cases (contracts.same_designs)."""
+    if unit not in _SHARED_DESIGNS:
+        build_cases(unit)
+    return _SHARED_DESIGNS[unit]
+
+
 def build_cases(unit, seed=None):
+    """{task: [Case]}: the hidden cases of ``unit`` at ``seed`` (default: the shared seed, ``rubric.SEED``).
+
+    Every seed's contract cases hold the rows of the shared seed's designs (``shared_designs``), with values
+    drawn from their own seed: the shared seed's cases are what they would be drawn alone, and every student's
+    own seed sends the same combinations of levels."""
+    shared = unit.rubric.SEED
+    seed = shared if seed is None else seed
+    store = _SHARED_DESIGNS.get(unit)
+    if store is None:  # the shared seed's cases, built first, draw the designs
+        store = {}
+        with same_designs(store):
+            cases = _build_cases(unit, shared)
+        _SHARED_DESIGNS[unit] = store
+        if seed == shared:
+            return cases
+    with same_designs(store):
+        return _build_cases(unit, seed)
+
+
+def _build_cases(unit, seed):
     rubric = unit.rubric
-    seed = rubric.SEED if seed is None else seed
     by_task = {}
     for number, task in enumerate(rubric.TASK_NAMES):
         module = unit.cases_module(task)

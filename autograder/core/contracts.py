@@ -16,8 +16,16 @@ every unit, so a unit added later is held to the same.
 The generator is greedy (the AETG idea: each new case is the one, among a few candidates, that covers the
 most pairs not yet covered) and deterministic for a given ``random.Random``; a handful of cases covers what
 the product of all levels would need hundreds for.
+
+Every seed's cases hold the same design: the one the unit's shared seed draws (``same_designs``, used by
+cases.build_cases). With a course secret, each student's hidden cases then hold the same combinations of levels
+as every classmate's, and only the values drawn in each case (``Contract.make``, from the student's seed) differ:
+no student is held to a harder set of corners than another. It also spares each student's seed the design, about
+a third of the time it takes to build a seed's cases.
 """
 
+import contextlib
+import contextvars
 import itertools
 import random
 from dataclasses import dataclass, field
@@ -160,13 +168,16 @@ def design(contract, rng):
     factors = contract.factors
     uncovered = required_pairs(contract)
     unseen = {(factor.name, level) for factor in factors for level in factor.levels}
+    banned = _partners(forbidden)
     rows = []
     while uncovered or unseen:
         best, best_gain = None, -1
-        # What is left, in a fixed order, sorted once for all the candidates of this row (the draws are the same).
+        # What is left, in a fixed order, sorted once for all the candidates of this row (the draws are the same),
+        # and each level's partners in a pair still to cover.
         left = sorted(uncovered, key=sorted) if uncovered else sorted(unseen)
+        wanted = _partners(uncovered)
         for _ in range(CANDIDATES):
-            row = _candidate(factors, uncovered, unseen, forbidden, rng, left)
+            row = _candidate(factors, wanted, unseen, banned, rng, left)
             if row is None:
                 continue
             gain = len(pairs_of(row) & uncovered) * 1000 + len(set(row.items()) & unseen)
@@ -181,11 +192,24 @@ def design(contract, rng):
     return rows
 
 
-def _candidate(factors, uncovered, unseen, forbidden, rng, left):
+def _partners(pairs):
+    """{(name, level): the set of (name, level) it makes one of ``pairs`` with}."""
+    found = {}
+    for pair in pairs:
+        if len(pair) == 2:
+            one, two = pair
+            found.setdefault(one, set()).add(two)
+            found.setdefault(two, set()).add(one)
+    return found
+
+
+def _candidate(factors, wanted, unseen, banned, rng, left):
     """One row: seeded with a pair (or a level) still to cover (``left``: the uncovered pairs sorted, else the
-    unseen levels), the other factors filled greedily."""
+    unseen levels), the other factors filled greedily: by the pairs each level would cover (``wanted``: each
+    level's partners in an uncovered pair), never with a level that makes an excluded pair (``banned``: the same
+    for the excluded pairs)."""
     row = {}
-    if uncovered:
+    if wanted:
         for name, level in sorted(rng.choice(left)):
             row[name] = level
     elif unseen:
@@ -196,12 +220,14 @@ def _candidate(factors, uncovered, unseen, forbidden, rng, left):
     for factor in rest:
         scored = []
         for level in factor.levels:
+            item = (factor.name, level)
             # The row so far holds no excluded pair (its seed is a required pair, each level added was checked):
             # only the pairs the new level makes can be excluded.
-            if forbidden and any(frozenset(((factor.name, level), item)) in forbidden for item in row.items()):
+            if item in banned and not banned[item].isdisjoint(row.items()):
                 continue
-            gain = sum(frozenset(((factor.name, level), (name, value))) in uncovered for name, value in row.items())
-            scored.append((gain + ((factor.name, level) in unseen) * 0.5, rng.random(), level))
+            partners = wanted.get(item)
+            gain = sum(other in partners for other in row.items()) if partners else 0
+            scored.append((gain + (item in unseen) * 0.5, rng.random(), level))
         if not scored:
             return None
         row[factor.name] = max(scored)[2]
@@ -244,14 +270,40 @@ def _key(value):
     return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
+# The designs contract_cases uses, by contract, within a ``same_designs`` block: None outside one.
+_DESIGNS = contextvars.ContextVar("contract designs", default=None)
+
+
+@contextlib.contextmanager
+def same_designs(store):
+    """Within the block, ``contract_cases`` takes each contract's design from ``store`` ({contract: rows}) where it
+    holds one, and otherwise draws it as it would outside and puts it there: the cases built in blocks with one
+    store, at any seeds, hold the same rows. ``store`` is filled by the first build in it."""
+    token = _DESIGNS.set(store)
+    try:
+        yield store
+    finally:
+        _DESIGNS.reset(token)
+
+
 def contract_cases(contract, rng, generator):
     """The task's scored cases drawn from its contract: one per row of the design, made by ``contract.make``.
 
+    The design is drawn from ``rng``, or inside a ``same_designs`` block taken from its store where it holds the
+    contract's; either way one draw of ``rng`` is taken for it, so the draws after it do not depend on where it
+    came from.
     Each case's features must hold its row's levels (checked: a ``make`` that forgets one would hide it from
     the diagnosis, and from the check that no level is confounded).
     """
+    drawn = random.Random(rng.random())
+    store = _DESIGNS.get()
+    rows = store.get(contract) if store is not None else None
+    if rows is None:
+        rows = tuple(design(contract, drawn))
+        if store is not None:
+            store[contract] = rows
     cases = []
-    for row in design(contract, random.Random(rng.random())):
+    for row in rows:
         case = contract.make(dict(row), rng, generator)
         wrong = {name: level for name, level in row.items() if case.features.get(name) != level}
         if wrong:

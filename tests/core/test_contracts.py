@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from autograder.core import contracts, units
-from autograder.core.cases import build_cases
+from autograder.core.cases import build_cases, shared_designs
 from autograder.core.contracts import Contract, Factor, confounded, design, uncovered_pairs
 from conftest import UNIT, by_test
 
@@ -106,7 +106,7 @@ def test_every_task_of_every_unit_declares_its_contract():
 
 @pytest.mark.parametrize("unit, task, contract", DECLARED, ids=[f"{u.name}.{t}" for u, t, _ in DECLARED])
 def test_each_contract_s_cases_cover_every_pair_of_levels_and_confound_none(unit, task, contract):
-    rows = design(contract, random.Random(unit.rubric.SEED))
+    rows = shared_designs(unit)[contract]  # the rows of every seed's cases
     assert uncovered_pairs(contract, rows) == ([], [])
     assert confounded(rows) == []
     names = [factor.name for factor in contract.factors]
@@ -118,6 +118,26 @@ def test_each_contract_s_cases_cover_every_pair_of_levels_and_confound_none(unit
     for factor in contract.factors:  # every level is sent
         assert {row[factor.name] for row in featured} == set(factor.levels), factor.name
     assert confounded(featured, names) == [], "a level of the contract comes only with one level of another"
+
+
+@settings(max_examples=4, deadline=None)
+@given(seeds=st.lists(st.integers(0, 2**31), min_size=2, max_size=2, unique=True))
+def test_every_seed_sends_the_same_corners_with_its_own_values(seeds):
+    """A course secret's seeds: each student's contract cases hold the same combinations of levels (no student
+    gets a harder set of corners), with values of the seed's own."""
+    for unit in units.all_units():
+        one, two = (build_cases(unit, seed) for seed in seeds)
+        for task, contract in ((task, contract) for u, task, contract in DECLARED if u.name == unit.name):
+            names = [factor.name for factor in contract.factors]
+            rows = [dict(row) for row in shared_designs(unit)[contract]]
+
+            def corners(cases):
+                return [{name: case.features.get(name) for name in names} for case in cases
+                        if case.scored and all(name in case.features for name in names)]
+            for cases in (one[task], two[task]):
+                assert all(row in corners(cases) for row in rows), (unit.name, task)
+        assert [repr(case.probe) for task in one for case in one[task]] != \
+            [repr(case.probe) for task in two for case in two[task]], unit.name
 
 
 @pytest.mark.parametrize("unit, task, contract", DECLARED, ids=[f"{u.name}.{t}" for u, t, _ in DECLARED])
