@@ -9,7 +9,8 @@ builds one: Debian with Python 3 as root, the zip unpacked into /autograder/sour
 What is shown here, against the host's own grading of the same files (tier A, bubblewrap and cgroups):
 the sample class gets the same scores; every attack of the red-team corpus scores 0 and is contained (no
 ESCAPED in its feedback where the tier holds what the attack tries, nothing of its user left running or
-on disk afterwards); results.json fits each platform's documented format; and in a container of half a
+on disk afterwards), those on the platform's layout through its entry point in a container each, the rest in one
+class run; results.json fits each platform's documented format; and in a container of half a
 CPU (Gradescope's default) the timing verdicts stay the same, run after run.
 """
 
@@ -51,14 +52,20 @@ ONE_BY_ONE = ("reference", "blank_stubs", "sin_cos_swapped", "i_minus_j", "scale
 WAITS = ("loop_at_import", "loop_in_a_call", "ignores_sigterm", "detached_daemon", "network_connection",
          "many_processes", "children_beyond_the_memory_limit", "allocates_far_beyond_the_limit")
 
-# The attacks run through PrairieLearn's entry point too: those on what differs between the two platforms (the
-# files of the layout, the results file and what reaches it, processes left behind, the other jobs). The
-# attacks on time, memory and processes meet the same grader in the same tier C as in the Gradescope
-# container above, where all of the corpus runs; here they would only wait out the same limits again.
+# The attacks graded through each platform's entry point, each in a fresh container: those on what the entry point
+# itself handles and what differs between the two platforms (the files of the layout, the results file and what
+# reaches it, processes left behind, the other jobs). The others (time, memory, processes, the jobs' private
+# folders, the comparisons) meet the same grader in the same tier C whichever command starts it: they are graded
+# together in one container, by a class run (`python -m autograder grade --out`, CLASS_RUN), with the honest
+# members of the sample class beside them, and what they left is looked for after the whole run.
 ON_THE_LAYOUT = ("patched_comparisons", "exit_at_import", "os_exit_at_import", "forged_results", "reads_the_reference",
                  "floods_output", "detached_daemon", "escape_sequences_in_messages", "forges_the_first_frame",
                  "becomes_root_again", "reads_the_grader_s_memory", "writes_the_results", "runs_a_classmate_s_code",
                  "other_sockets")
+# The hostile classmates of the class run, whatever else it grades (some are attacks on the layout as well, graded
+# by each entry point too): one runs a finished classmate's code, one reads the grader's memory, ...
+CLASS_ATTACKS = ("runs_a_classmate_s_code", "detached_daemon", "many_processes", "reads_the_grader_s_memory",
+                 "fills_its_private_folders", "forges_the_first_frame", "escape_sequences_in_messages")
 RESULTS = "/autograder/results/results.json"
 PL_ROOT = "/grade"
 PL_KIT = f"{PL_ROOT}/serverFilesCourse/{prairielearn.KIT_FOLDER}"
@@ -83,6 +90,11 @@ for top in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/autograder", "/grade"
                 files.append(os.path.join(folder, name))
 print("LEFTOVERS " + repr((running, files)))
 """
+
+
+CLASS_RUN = ("chmod -R go-rwx /class /autograder/source && cd /autograder/source && PYTHONPATH=. "
+             "PYTHONDONTWRITEBYTECODE=1 /autograder/venv/bin/python -m autograder grade /class --out /results "
+             "-j {jobs}; echo EXIT $?; python3 /tmp/leftovers.py")
 
 
 def longest_first(names):
@@ -131,10 +143,23 @@ def sample_class(folder):
     return files, attacks
 
 
+def by_run_autograder(name):
+    """Whether ``name`` (of sample_class's files) is graded by run_autograder in a container of its own."""
+    return name in ONE_BY_ONE or name.startswith("timing_") or name.removeprefix("attack_") in ON_THE_LAYOUT
+
+
+def in_the_class_run(name):
+    """Whether ``name`` is graded by the class run in one container: every honest member and every attack not on
+    the layout, with the hostile classmates of CLASS_ATTACKS (some of them on the layout too)."""
+    return not name.startswith(("attack_", "timing_")) or not by_run_autograder(name) \
+        or name.removeprefix("attack_") in CLASS_ATTACKS
+
+
 @pytest.fixture(scope="module")
 def graded(image, tmp_path_factory):
-    """Some of the sample class (ONE_BY_ONE) and every attack through run_autograder, each in a fresh container,
-    and the whole sample class graded on the host."""
+    """Some of the sample class (ONE_BY_ONE), the timing attacks and the attacks on the layout through
+    run_autograder, each in a fresh container; the whole sample class and the other attacks by a class run in one
+    container; and the whole sample class graded on the host."""
     folder = tmp_path_factory.mktemp("class")
     files, attacks = sample_class(folder)
     leftovers = folder / "leftovers.py"
@@ -146,12 +171,22 @@ def graded(image, tmp_path_factory):
                              fetch=[RESULTS], timeout=300)
         return name, ran
 
+    def class_run():
+        # Four at once: most attacks here only wait out a limit (a hang, a process that sleeps).
+        names = longest_first(name for name in files if in_the_class_run(name))
+        return "class", docker_kit.run(image, CLASS_RUN.format(jobs=4),
+                                       files={**{f"/class/{name}.py": files[name].encode() for name in names},
+                                              "/tmp/leftovers.py": leftovers},
+                                       fetch=["/results"], timeout=900)
+
     runs = {}
     for names, at_once in ((ONE_BY_ONE, HONEST_AT_ONCE),
-                           (longest_first(name for name in files if name.startswith(("attack_", "timing_"))),
-                            HOSTILE_AT_ONCE)):
+                           (longest_first(name for name in files if by_run_autograder(name)
+                                          and name.startswith(("attack_", "timing_"))), HOSTILE_AT_ONCE)):
         with ThreadPoolExecutor(at_once) as pool:
             runs.update(pool.map(in_container, names))
+    # Alone, after them: its honest members' timing verdicts are compared with the host's, as the ones above are.
+    runs.update([class_run()])
     paths = []  # the host grades the sample class (the corpus it grades in test_red_team.py, with short limits)
     for name, text in ((name, text) for name, text in files.items() if not name.startswith(("attack_", "timing_"))):
         path = folder / "host" / f"{name}.py"
@@ -204,12 +239,24 @@ def test_the_sample_class_gets_the_host_s_scores_test_for_test(graded):
     assert results_of(runs["blank_stubs"])["score"] == 0
 
 
+def class_results(ran, name):
+    """The class run's results.json-shaped file of ``name`` (batch.result_to_json: Gradescope's schema)."""
+    assert "EXIT 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
+    path = f"/results/{name}.json"
+    assert path in ran.files, (sorted(ran.files), ran.stdout[-2000:])
+    return json.loads(ran.files[path])
+
+
 @pytest.mark.parametrize("name", list(corpus(Path("unused"))))
 def test_every_attack_scores_0_and_is_contained_in_the_container(graded, name):
     _, attacks, runs, host = graded
-    ran = runs[f"attack_{name}"]
-    results = results_of(ran)
-    assert_gradescope_schema(results)
+    if by_run_autograder(f"attack_{name}"):
+        ran = runs[f"attack_{name}"]
+        results = results_of(ran)
+        assert_gradescope_schema(results)
+    else:  # graded beside its classmates (its file: Gradescope's tests, no run's time); nothing may be left of any
+        ran = runs["class"]
+        results = class_results(ran, f"attack_{name}")
     assert results["score"] == 0, \
         {test["name"]: test["output"] for test in results["tests"] if test["score"]}
     assert "tell your instructor" not in results["output"], results["output"]  # graded, not a grader fault
@@ -409,26 +456,19 @@ def test_timing_verdicts_in_half_a_cpu_are_the_same_every_time(image, tmp_path, 
 
 # --- A class run inside such a container -----------------------------------------------------------------------
 
-CLASS_ATTACKS = ("runs_a_classmate_s_code", "detached_daemon", "many_processes", "reads_the_grader_s_memory",
-                 "fills_its_private_folders", "forges_the_first_frame", "escape_sequences_in_messages")
 
-
-def test_a_class_run_in_the_container_gives_every_honest_member_its_own_score(image, graded):
+def test_a_class_run_in_the_container_gives_every_honest_member_its_own_score(graded):
     """`python -m autograder grade` over a class in tier C: a row for everyone, each honest member of the sample
-    class the host's score test for test, hostile classmates (one that looks for a finished submission to run)
-    score 0, nothing left."""
+    class the host's score test for test, hostile classmates (one that looks for a finished submission to run,
+    and the attacks on time, memory and processes) score 0, nothing left."""
     import csv
     import io
 
-    files, attacks, _, host = graded
+    files, attacks, runs, host = graded
+    ran = runs["class"]
     members = [name for name in files if not name.startswith(("attack_", "timing_"))]
-    names = [*members, *(f"attack_{name}" for name in CLASS_ATTACKS)]
-    command = ("chmod -R go-rwx /class /autograder/source && cd /autograder/source && PYTHONPATH=. "
-               "PYTHONDONTWRITEBYTECODE=1 /autograder/venv/bin/python -m autograder grade /class --out /results "
-               "-j 2; echo EXIT $?; python3 /tmp/leftovers.py")
-    ran = docker_kit.run(image, command, files={**{f"/class/{name}.py": files[name].encode() for name in names},
-                                                "/tmp/leftovers.py": LEFTOVERS.encode()},
-                         fetch=["/results/grades.csv"], timeout=600)
+    names = [name for name in files if in_the_class_run(name)]
+    assert set(members) | {f"attack_{name}" for name in CLASS_ATTACKS} <= set(names)
     assert "EXIT 0" in ran.stdout, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert "a user of its own per job" in ran.stdout + ran.stderr
     rows = {row["submission"]: row for row in csv.DictReader(io.StringIO(ran.files["/results/grades.csv"].decode()))}
@@ -438,8 +478,9 @@ def test_a_class_run_in_the_container_gives_every_honest_member_its_own_score(im
         differ = {test.id: (rows[name][test.id], test.score, test.output) for test in host[name].tests
                   if float(rows[name][test.id]) != test.score}
         assert not differ, (name, differ)
-    for name in CLASS_ATTACKS:
-        assert float(rows[f"attack_{name}"]["total"]) == 0, name
+    for name in names:
+        if name.startswith("attack_"):
+            assert float(rows[name]["total"]) == 0, name
     assert leftovers_of(ran) == ([], [])
 
 
