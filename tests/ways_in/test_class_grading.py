@@ -1,4 +1,4 @@
-"""A class at a time: 200 submissions with --jobs 2, killed halfway and resumed; what a re-run grades again.
+"""A class at a time: 60 submissions with --jobs 2, killed partway and resumed; what a re-run grades again.
 
 The expected scores come from what each generated submission is: the reference (every point, the
 timing tier given since it is not measured here), the blank stubs (nothing), or the reference with
@@ -22,8 +22,10 @@ from autograder.course.build import ROOT
 from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
 
-CLASS_SIZE = 200
-KILL_AFTER = 70  # results on disk when the first run is killed
+# Each kind of submission (the reference, the blank stubs, each of the demo's mistakes) four times: a resumed run
+# that grades some kind wrong, or grades a student again, shows on every copy. (200 took 150 s of a worker's time.)
+CLASS_SIZE = 60
+KILL_AFTER = 20  # results on disk when the first run is killed
 
 
 def _kinds(reference_text, stub_text):
