@@ -22,6 +22,7 @@ from autograder.core.cases import build_cases
 from autograder.ways_in.demo import apply
 from autograder.units.positional_encodings.samples import MISTAKES
 from autograder.ways_in.gradescope import gradescope_identity
+from autograder.core import grade
 from autograder.core.grade import Grader
 from autograder.ways_in.prairielearn import variant_identity
 from conftest import UNIT
@@ -110,6 +111,29 @@ def test_two_students_see_different_hidden_inputs_and_a_regrade_sees_the_same(se
     assert outputs(alice) == outputs(again)
     assert outputs(alice) != outputs(bob), "the feedback quotes the same hidden values to two students"
     assert alice.score == bob.score  # the same mistake costs the same points, whatever the inputs
+
+
+def test_a_class_graded_at_once_gets_each_student_s_own_cases_as_if_graded_alone(secret_grader, tmp_path,
+                                                                                  reference_text):
+    """grade_many builds the next students' cases while the jobs run (grade.CASES_AHEAD ahead): each student is
+    graded on their own seed all the same, with the feedback a grader of their own gives them alone."""
+    names = [f"student{number}" for number in range(grade.CASES_AHEAD + 4)]
+    folders = []
+    for name in names:
+        (tmp_path / name).mkdir()
+        _mistake_file(tmp_path / name, reference_text, "scaled_bias")  # its feedback quotes hidden values
+        folders.append(tmp_path / name)
+    together = secret_grader.grade_many(folders, jobs=2)
+    alone = Grader(UNIT, sandbox="auto", timing_mode="give", course_secret=SECRET)  # no case built ahead there
+    try:
+        for name, folder, result in zip(names, folders, together):
+            assert result.seed == seeds.student_seed(SECRET, name), name
+            by_itself = alone.grade(folder)
+            assert [test.output for test in result.tests] == [test.output for test in by_itself.tests], name
+    finally:
+        alone.close()
+    quoted = {tuple(test.output for test in result.tests if test.task != "timing") for result in together}
+    assert len(quoted) == len(names), "two students were quoted the same hidden values"
 
 
 def test_the_seed_a_result_records_grades_the_file_again_the_same_way(secret_grader, tmp_path, reference_text):
