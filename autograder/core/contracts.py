@@ -295,11 +295,11 @@ def contract_cases(contract, rng, generator):
     Each case's features must hold its row's levels (checked: a ``make`` that forgets one would hide it from
     the diagnosis, and from the check that no level is confounded).
     """
-    drawn = random.Random(rng.random())
+    seed = rng.random()
     store = _DESIGNS.get()
     rows = store.get(contract) if store is not None else None
     if rows is None:
-        rows = tuple(design(contract, drawn))
+        rows = tuple(design(contract, random.Random(seed)))
         if store is not None:
             store[contract] = rows
     cases = []

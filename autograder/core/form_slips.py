@@ -42,7 +42,7 @@ import torch
 
 from autograder.core.cases import _argument, _right_but_for_the_form
 from autograder.core.compare import _axis_names, _close, _scalar_tolerance, _the_axis
-from autograder.core.mutants import passes as _passes
+from autograder.core.mutants import passes as _passes, student_verdicts
 
 SEQUENCE_OPS = ("sequence", "module")  # the behaviour contracts' and the modules' probes: their checks name their own
 
@@ -224,7 +224,6 @@ def _refusals(cases, results, failing, names, passed):
     wants an exception), or an exception where the reference returns one; named by the kinds of the numbers the
     failing calls pass that no call of the other side passes (a check is about those), else None."""
     calls = [case for case in cases if case.probe.get("op", "call") == "call"]
-    refusing = [case for case in calls if getattr(case.check, "raises", None)]
     returning = [case for case in calls if not getattr(case.check, "raises", None)]
 
     def kinds_of(group):
@@ -423,7 +422,7 @@ def explain(cases, results, failing_tests, names, passed=None):
     """The words naming a slip of form that explains every failing case of ``failing_tests`` (test ids), or None.
     ``cases`` are the task's, ``results`` the student's outcomes by case id, ``names`` {function: its parameters'
     names}; ``passed(case)``, where given, the check's verdict on the student's outcome, already known."""
-    passed = passed or (lambda case: _passes(case, results[case.id]))
+    passed = passed or student_verdicts(results)
     failing = [case for case in cases if case.test in failing_tests and case.scored
                and results.get(case.id) is not None and not passed(case)]
     if not failing:

@@ -636,16 +636,8 @@ class Grader:
         # A test that fails only for the test it needs (its own cases pass) is not explained again here.
         verdicts = verdicts or {}
         probed = _named_as_probed(results, cases)  # as score_tests read them
-        known = {}
-
-        def passes(case):  # each case's check runs once in a grading, whoever asks (score_tests, the model, form_slips)
-            if case.id not in known:
-                if case.id in verdicts:
-                    verdict = verdicts[case.id][0]
-                    known[case.id] = verdict is not None and verdict.passed
-                else:
-                    known[case.id] = mutants.passes(case, probed.get(case.id))
-            return known[case.id]
+        # Each case's check runs once in a grading, whoever asks (score_tests, the model, form_slips).
+        passes = mutants.student_verdicts(probed, verdicts)
 
         own_cases_pass = {test.id: all(passes(case) for case in cases if case.test == test.id and case.scored)
                           for test in scored}

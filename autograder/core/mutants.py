@@ -24,7 +24,6 @@ docstring states, never a hidden input. The core names no unit: everything here 
 import ast
 import contextlib
 import copy
-import dataclasses
 import functools
 import io
 import math
@@ -861,7 +860,7 @@ def _agrees(cases, student, outcomes, student_passes=None):
     """Whether a mutant's ``outcomes`` are the student's on every case that ran for both: the same outcome, and the
     same verdict of the case's check. ``student_passes(case)``, where given, is the check's verdict on the
     student's outcome, already known (the grade checked it)."""
-    student_passes = student_passes or (lambda case: passes(case, student[case.id]))
+    student_passes = student_passes or student_verdicts(student)
     compared = 0
     for case in cases:
         mine, its = student.get(case.id), outcomes.get(case.id)
@@ -930,13 +929,7 @@ class Model:
         """The words of every mutant (or pair) whose outcome is the student's on every case of ``task`` that ran,
         in the mutants' order; () where none is. ``student_passes(case)``: the check's verdict on the student's
         outcome where the caller knows it (each check is then run once per grading, not once per mutant)."""
-        if student_passes is None:
-            known = {}
-
-            def student_passes(case):
-                if case.id not in known:
-                    known[case.id] = passes(case, student[case.id])
-                return known[case.id]
+        student_passes = student_passes or student_verdicts(student)
         ran = [case for case in cases if student.get(case.id) is not None]
         failing = [case for case in ran if not student_passes(case)]
         if not failing:
@@ -960,7 +953,7 @@ class Model:
         return tuple(dict.fromkeys(m.words for m in self._pairs(seed, task, ran, student, helpful, agreeing, first,
                                                                 everything, student_passes)))
 
-    def _pairs(self, seed, task, ran, student, helpful, agreeing, first, everything=(), student_passes=None):
+    def _pairs(self, seed, task, ran, student, helpful, agreeing, first, everything, student_passes):
         """Pairs of edits, tried on every case: the same slip made twice on one line (``twins``), and pairs each of
         whose edits gives the student's outcome on some of the screened cases, together on all of them
         (``PAIRS_TRIED`` at most)."""
@@ -990,6 +983,22 @@ def passes(case, outcome):
         return case.check(outcome).passed
     except Exception:
         return False
+
+def student_verdicts(student, known=None):
+    """``passed(case)``: whether ``case``'s check passes the student's outcome (``student``: outcomes by case id),
+    each case's check run at most once; ``known`` ({case id: (Verdict or None, message)}, as score_tests fills
+    it) holds the verdicts already found, which are read rather than checked again."""
+    found = {}
+
+    def passed(case):
+        if case.id not in found:
+            if known and case.id in known:
+                verdict = known[case.id][0]
+                found[case.id] = verdict is not None and verdict.passed
+            else:
+                found[case.id] = passes(case, student.get(case.id))
+        return found[case.id]
+    return passed
 
 
 def likely_line(words):

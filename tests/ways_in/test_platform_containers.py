@@ -62,8 +62,9 @@ ON_THE_LAYOUT = ("patched_comparisons", "exit_at_import", "os_exit_at_import", "
                  "floods_output", "detached_daemon", "escape_sequences_in_messages", "forges_the_first_frame",
                  "becomes_root_again", "reads_the_grader_s_memory", "writes_the_results", "runs_a_classmate_s_code",
                  "other_sockets")
-# The hostile classmates of the class run, whatever else it grades (some are attacks on the layout as well, graded
-# by each entry point too): one runs a finished classmate's code, one reads the grader's memory, ...
+# The hostile classmates the class run always holds, whatever else it grades: attacks on the other members of a class
+# (a finished classmate's code run, the grader's memory read, forged frames and escape sequences in the class's
+# table). Some are attacks on the layout as well, graded through each entry point too.
 CLASS_ATTACKS = ("runs_a_classmate_s_code", "detached_daemon", "many_processes", "reads_the_grader_s_memory",
                  "fills_its_private_folders", "forges_the_first_frame", "escape_sequences_in_messages")
 RESULTS = "/autograder/results/results.json"
