@@ -17,6 +17,7 @@ import re
 import statistics
 import subprocess
 import sys
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -181,6 +182,10 @@ def _shaw(grader, path, text):
 
 
 GRADINGS = 3  # of each twin, interleaved, in one run: the verdict compares what they read side by side
+# Extra gradings of the honest twin where one of its gradings was not timed (a fault of the machine's, such as a job
+# that could not start in time on a loaded CI machine: the grader gives no figure then, and the control is missing).
+# Each miss is reported as a warning with the grader's words, so a miss that is the grader's defect still shows.
+SPARE_HONEST = 2
 
 
 @pytest.mark.parametrize("mechanism", sorted(MECHANISMS))
@@ -190,12 +195,25 @@ def test_more_threads_in_the_job_get_no_more_timing_points_than_the_honest_twin(
                                                                                  job_alone, mechanism, threads):
     twins = {"honest": reference_text + SLOW,
              "threaded": reference_text + SLOW + MECHANISMS[mechanism].format(threads=threads)}
-    graded = {"honest": [], "threaded": []}
-    for _ in range(GRADINGS):
+    graded, missed = {"honest": [], "threaded": []}, []
+    for grading in range(GRADINGS + SPARE_HONEST):
         for name, text in twins.items():
-            graded[name].append(_shaw(grader, tmp_path / f"{name}.py", text))
+            if name == "threaded" and grading >= GRADINGS:
+                continue
+            if name == "honest" and len(graded["honest"]) >= GRADINGS:
+                continue
+            test, ratios = _shaw(grader, tmp_path / f"{name}.py", text)
+            if name == "honest" and not ratios:  # the control was not timed: graded again, and said
+                missed.append(test.output)
+                continue
+            graded[name].append((test, ratios))
+    for output in missed:
+        warnings.warn(f"{mechanism}: a grading of the honest twin was not timed; graded again. The grader said: "
+                      f"{output}")
+    # The control: the slow path is correct and loop-free, so it is timed (the grader's fault where it is not).
+    assert len(graded["honest"]) == GRADINGS, (f"the honest twin was timed in {len(graded['honest'])} of "
+                                               f"{len(graded['honest']) + len(missed)} gradings", missed)
     said = (mechanism, [test.output for test, _ in graded["honest"] + graded["threaded"]])
-    assert all(ratios for _, ratios in graded["honest"]), said  # timed: the slow path is correct and loop-free
     assert max(test.score for test, _ in graded["threaded"]) <= max(test.score for test, _ in graded["honest"]), said
     threaded = [ratios[0] for _, ratios in graded["threaded"] if ratios]
     if threaded:  # a path whose threads the count refuses has no figure, and no points
