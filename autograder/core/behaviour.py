@@ -30,8 +30,8 @@ from typing import Callable
 
 import torch
 
-from autograder.core.cases import (Case, Verdict, call_label, call_probe, device_arg, dtype_arg, failure_of,
-                                   raised_text, returned_value, tensor_check)
+from autograder.core.cases import (Case, Verdict, call_label, call_probe, device_arg, dtype_arg, raised_text,
+                                   returned_value, tensor_check)
 from autograder.core.compare import mismatch
 
 PROPERTIES = ("gradients", "fresh results", "global state", "any layout", "independent calls")
@@ -78,7 +78,7 @@ class _Reference:
     or with the unit's stand-ins in place of the helpers it calls (the second right answer, see worker.STAND_INS)."""
 
     def __init__(self, unit, task, behaviour):
-        self.unit, self.behaviour = unit, behaviour
+        self.unit, self.behaviour, self.task = unit, behaviour, task
         self.name = unit.rubric.TASK_BY_NAME[task].functions[0]
         self.target = getattr(unit.reference, self.name)
         self.module = inspect.isclass(self.target)
@@ -198,6 +198,7 @@ class _Call:
             self.weight = None
             self.label = call_label(reference.name, _wire(list(seen[0])), _wire(seen[1]))
         self.answers = [reference.run(function, *seen, weight=self.weight)[0] for function in reference.functions()]
+        self.seen = seen
         self.plain = self._probe(*_dense(seen))  # the same values in the default layout, nothing else asked
         self.probe = dict(self._probe(args, kwargs), **fields)
         expected, *also = [answer if isinstance(answer, torch.Tensor) else torch.tensor(answer, dtype=torch.float64)
@@ -233,6 +234,19 @@ class _Call:
     def check(self, outcome):
         """The value check, on a function's outcome or a module's forward."""
         return self.value_check(_stage(outcome))
+
+    def declared_mistakes(self, outcome):
+        """((mistake, message), ...): the declared mistakes of the task (the ``Mistake`` entries of its cases module,
+        at any call through its ``check_at``) whose output at this call's inputs is the outcome's value; () where
+        none is, or the task declares none."""
+        check_at = getattr(self.reference.unit.cases_module(self.reference.task), "check_at", None)
+        if check_at is None or self.reference.module:
+            return ()
+        try:
+            verdict = check_at(_cloned(list(self.seen[0])), _cloned(dict(self.seen[1])))(_stage(outcome))
+        except Exception:  # noqa: BLE001  (no declared mistake at a call the task's cases cannot make)
+            return ()
+        return () if verdict.passed else tuple(verdict.explanations())
 
     def matched(self, outcome):
         """Which right answer the outcome's value is (its index), or None."""
@@ -440,11 +454,20 @@ def _independent_case(reference, args, kwargs, generator, rng):
             shown = "\n".join(f"  {number + 1}. {calls[which].label}" for number, which in enumerate(order[:step + 1]))
             earlier = f" That is the right result of call {order.index(stale[0]) + 1}." if stale else (
                 " The same call gives the right result elsewhere in the sequence.")
-            return _broken(f"Called one after another:\n{shown}\nthe last", "returned:\n" + verdict.message
-                           + earlier + "\nA result made for an earlier call was handed to this one: a cache whose "
-                           "key leaves out an argument the result depends on (all of them count, and a tensor's "
-                           "values, not only its shape). Key it on every such argument, or keep none.",
-                           "a result cached under a key that leaves out some argument")
+            broken = _broken(f"Called one after another:\n{shown}\nthe last", "returned:\n" + verdict.message
+                             + earlier + "\nA result made for an earlier call was handed to this one: a cache whose "
+                             "key leaves out an argument the result depends on (all of them count, and a tensor's "
+                             "values, not only its shape). Key it on every such argument, or keep none.",
+                             "a result cached under a key that leaves out some argument")
+            # An earlier call's right answer can also be what a declared mistake gives here (T5's buckets not halved
+            # at num_buckets=16 are the halved ones of num_buckets=32; a scale ignored gives the call without it):
+            # it explains the case too, so where the task's value cases charged that mistake already, this case
+            # is that mistake, charged once, whichever order the seed drew (autograder/core/grade.py).
+            also = calls[index].declared_mistakes(outcomes[step]) if stale and not alone else ()
+            if also:
+                broken = Verdict(False, broken.message, mistake=broken.mistake, explained=broken.explained + also,
+                                 unnamed=broken.unnamed)
+            return broken
         return Verdict(True)
 
     return Case(reference.behaviour.test, label, probe, check)

@@ -82,6 +82,12 @@ class ChildFailed(Exception):
     """The child died, broke the protocol, or ran past its time; the message says which, for the student."""
 
 
+class BackgroundWork(ChildFailed):
+    """The student's job was seen working between two commands: a thread on a CPU, or a process of its own. Once
+    may be the machine's noise (a pool's thread still spinning down on a loaded machine): the path is then timed
+    again from the start in fresh jobs, and only a second sighting stands (``time_paths``)."""
+
+
 class BudgetSpent(ChildFailed):
     """The student's job spent the timing tier's budget of this submission (``TierBudget``)."""
 
@@ -224,7 +230,7 @@ class ServeChild:
         if self.watch_background:
             left = self.background()
             if left:
-                raise ChildFailed(f"while it waited for its next call, its job {left}: the timing tier times "
+                raise BackgroundWork(f"while it waited for its next call, its job {left}: the timing tier times "
                                   "your function alone, so leave no thread working and start no process, in the "
                                   "score path or at import")
         budget, limit = self.budget, timeout
@@ -347,9 +353,13 @@ class ServeChild:
         return ""
 
     def mark_background(self):
-        """Start counting the other threads' CPU time from now (what they do during a timed call is the call's)."""
+        """Start counting the other threads' CPU time from now (what they do during a timed call is the call's):
+        once none of them is on a CPU, so that a pool's threads spinning down after the command (OpenMP's wait
+        policy: they spin for a while before they sleep) are the command's, not work between commands."""
         runner = self.worker_pid
         if runner is not None:
+            with contextlib.suppress(OSError, TypeError):
+                settled_cpu_seconds(runner)
             self._background_mark = _thread_seconds(runner, skip=runner)
 
     def close(self):
@@ -1110,6 +1120,7 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
                         continue
                     if clock_note:
                         lines.append(clock_note)
+                    seen = None  # the first sighting of the job working between commands, if any
                     for attempt in range(1, PATH_ATTEMPTS + 1):
                         try:
                             if student is None or not student.alive:  # a job that failed a path is not reused
@@ -1122,8 +1133,14 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
                             budgeted.append(reference)
                             told = list(lines)
                             fraction, summary = _time_path(rubric, path, device, student, reference, told, stand_ins,
-                                                           loops)
+                                                           loops, again=seen is None and attempt < PATH_ATTEMPTS)
+                            if seen is not None:
+                                told.append(f"Timed again from the start, in fresh jobs: in a first timing, {seen}. "
+                                            "Once can be the machine's noise; this timing stands.")
                             break
+                        except BackgroundWork as error:
+                            student.close()
+                            student, seen = None, str(error).split(":")[0]
                         except (ReferenceFailed, ServerFailed):
                             # The grader's fault (its reference job failed, or the machine could not start a
                             # job): both jobs are started afresh and the path is timed again from the start.
@@ -1146,7 +1163,7 @@ def grade_tier(unit, submission, passed, mode, references, machine, limits, serv
 PATH_ATTEMPTS = 3  # a path whose timing failed through the grader's fault is timed again this many times at most
 
 
-def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, loops=()):
+def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, loops=(), again=False):
     """Measure one path in every dtype of the device's sizes; returns (fraction of the points, summary). Every path
     has its steps counted first (``count_loops``), whatever the static check saw (``loops``, its first message to
     the student): one that loops over positions is not timed."""
@@ -1165,6 +1182,8 @@ def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, 
         verdict = count_loops(rubric, path, student, loops, lines, stand_ins, rng, device, reference,
                               timed=rng.sample(every_timed, min(COUNT_TIMED, len(every_timed))), settled=settled)
     except ChildFailed as error:
+        if again and isinstance(error, BackgroundWork):
+            raise
         lines.append(f"Count of the path's steps: not made: {error}.")
         return 0.0, f"No points: {error}."
     if verdict:
@@ -1177,6 +1196,8 @@ def _time_path(rubric, path, device, student, reference, lines, stand_ins=None, 
         try:
             measured = measure(student, reference, spec, rng, planned, settled.get(dtype))
         except ChildFailed as error:
+            if again and isinstance(error, BackgroundWork):
+                raise
             lines.append(f"Time ({where}): not measured: {error}.")
             return 0.0, f"No points: {error}."
         fraction, noise = band_verdict(measured.ratio, measured.pairs)
