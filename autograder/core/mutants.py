@@ -984,6 +984,7 @@ def passes(case, outcome):
     except Exception:
         return False
 
+
 def student_verdicts(student, known=None):
     """``passed(case)``: whether ``case``'s check passes the student's outcome (``student``: outcomes by case id),
     each case's check run at most once; ``known`` ({case id: (Verdict or None, message)}, as score_tests fills

@@ -85,7 +85,7 @@ class ChildFailed(Exception):
 class BackgroundWork(ChildFailed):
     """The student's job was seen working between two commands: a thread on a CPU, or a process of its own. Once
     may be the machine's noise (a pool's thread still spinning down on a loaded machine): the path is then timed
-    again from the start in fresh jobs, and only a second sighting stands (``time_paths``)."""
+    again from the start in fresh jobs, and only a second sighting stands (``grade_tier``)."""
 
 
 class BudgetSpent(ChildFailed):
@@ -231,8 +231,8 @@ class ServeChild:
             left = self.background()
             if left:
                 raise BackgroundWork(f"while it waited for its next call, its job {left}: the timing tier times "
-                                  "your function alone, so leave no thread working and start no process, in the "
-                                  "score path or at import")
+                                     "your function alone, so leave no thread working and start no process, in the "
+                                     "score path or at import")
         budget, limit = self.budget, timeout
         if budget is not None and not self.reference:
             limit = min(timeout, budget.left())
