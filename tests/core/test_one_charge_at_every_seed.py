@@ -19,12 +19,17 @@ mistake must lose the same points in the same tests. Two ways broke that before 
 The mistakes are every declared mistake (a ``Mistake`` of a task's cases module) that the shared seed's cases of a
 function name, made by a submission that gives that mistake's output wherever it is declared
 (tests/helpers/declared_mistakes.py). Each case below is graded at the shared seed and at the seed that showed
-it; the timing tier's points are given (``timing_mode="give"``): its rule is the same at every seed, and its speed
-has tests of its own. A search over drawn seeds found one more that is not fixed yet (YaRN's bounds not rounded
-outwards, at seed 113934, where two gradings in one process also disagreed): see benchmarks/RESULTS.md.
+it, and every declared mistake at seeds drawn by hypothesis (derandomized: the same draws in every run); the timing
+tier's points are given (``timing_mode="give"``): its rule is the same at every seed, and its speed has tests of its
+own.
+
+A third way showed in that search: a declared mistake whose output changed after its first call (YaRN's slips,
+tests/core/test_declared_mistakes_are_pure.py). The bounds not rounded outwards then cost one thing in the first
+grading of a process and another in the next, at any seed, the shared one included.
 """
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from autograder.core import units
 from autograder.core.cases import build_cases
@@ -96,8 +101,36 @@ def test_every_unit_declares_mistakes_of_its_functions():
     ("positional_encodings", "t5_relative_position_bucket", "the buckets are not halved", 3),
     ("positional_encodings", "biased_scores", "the scale argument is ignored", 1),
     ("long_context", "yarn_inverse_frequencies", "high is clamped at dh/2 - 1", 1),
+    ("long_context", "yarn_inverse_frequencies", "the bounds are not rounded outwards", 113934),
 ])
 def test_a_mistake_once_charged_by_seed_costs_the_shared_seed_s_points(charged, unit_name, name, begins, seed):
     words = next(words for unit, function, words in DECLARED
                  if (unit, function) == (unit_name, name) and words.startswith(begins))
     assert _differences(charged, unit_name, name, words, seed) == {}, (words, seed)
+
+
+@pytest.mark.parametrize("unit_name, name, begins", [
+    ("long_context", "yarn_inverse_frequencies", "the bounds are not rounded outwards"),
+])
+def test_the_same_file_graded_twice_at_the_same_seed_loses_the_same_points(tmp_path, unit_name, name, begins):
+    """In one grader, whose seed's cases are built once and kept: the second grading is the first one's."""
+    unit = units.get(unit_name)
+    words = next(words for unit, function, words in DECLARED
+                 if (unit, function) == (unit_name, name) and words.startswith(begins))
+    path = tmp_path / f"{unit_name}.py"
+    path.write_text(submission(unit, name, words), encoding="utf-8")
+    grader = Grader(unit, sandbox="off", timing_mode="give")
+    try:
+        first, again = ({test.id: test.score for test in grader.grade(path).tests} for _ in range(2))
+    finally:
+        grader.close()
+    assert {test: (first[test], again[test]) for test in first if first[test] != again[test]} == {}
+    assert sum(first.values()) < unit.rubric.MAX_SCORE  # the mistake is charged
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(mistake=st.sampled_from(DECLARED), seed=st.integers(0, 2**32 - 1))
+def test_a_declared_mistake_costs_the_same_points_at_any_seed(charged, mistake, seed):
+    """{test: (points at the shared seed, points at this seed)} where they differ: none."""
+    assert _differences(charged, *mistake, seed) == {}, (mistake, seed)

@@ -88,8 +88,8 @@ def _case(test, head_dim, factor, trained_length, base=None, betas=None, truncat
                                             beta_fast=fast, beta_slow=slow, truncate=cut)
     at = (head_dim, used_base, factor, trained_length, fast, slow)
 
-    def slip(**how):
-        return lambda: yarn(*at, how.pop("truncate", cut), **how)
+    def slip(truncate=cut, **how):
+        return lambda: yarn(*at, truncate, **how)
 
     mistakes = [
         Mistake("the ramp's bounds are swapped: low comes from beta_fast (pairs turning many times: a small index) "
