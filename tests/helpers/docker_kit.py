@@ -362,13 +362,15 @@ def _labels():
 
 
 def _changes(keep=None):
-    """``--change`` options for import and commit: the labels (a commit would otherwise keep its base's run label)
-    and a plain CMD. ``keep``: the tag hint of an image kept for later runs, which belongs to no run."""
+    """``--change`` options for import and commit: the labels (a commit would otherwise keep its base's run label
+    and keep hint) and a plain CMD. ``keep``: the tag hint of an image kept for later runs, which belongs to no run."""
     changes = ["LABEL " + LABEL]
     if keep is not None:
         changes.append(f"LABEL {RUN_LABEL}=\"\" {KEEP_LABEL}={json.dumps(keep)}")
-    elif os.environ.get("KIT_TEST_RUN"):
-        changes.append(f"LABEL {RUN_LABEL}={json.dumps(os.environ['KIT_TEST_RUN'])}")
+    else:  # an image built on a kept one would keep its hint, and go when a new one of that hint is built
+        changes.append(f"LABEL {KEEP_LABEL}=\"\"")
+        if os.environ.get("KIT_TEST_RUN"):
+            changes.append(f"LABEL {RUN_LABEL}={json.dumps(os.environ['KIT_TEST_RUN'])}")
     changes.append('CMD ["bash"]')
     return [option for change in changes for option in ("--change", change)]
 
