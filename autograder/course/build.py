@@ -124,8 +124,10 @@ def task_of_names(reference, unit):
 
 
 # What a student's machine needs for the notebook, its self-checks and its pictures: torch pinned (an unpinned torch
-# pulls a multi-gigabyte CUDA build onto a laptop that cannot use it), the rest as the kit's own extras have them.
-STUDENT_REQUIREMENTS = ("torch==2.13.0", "numpy", "matplotlib>=3.7", "pytest>=7", "jupyterlab>=4", "nbformat>=5.7")
+# pulls a multi-gigabyte CUDA build onto a laptop that cannot use it), the rest as the kit's own extras have them
+# (jsonschema below 4.25, as pyproject.toml says why: each self-check run reads the notebook with nbformat).
+STUDENT_REQUIREMENTS = ("torch==2.13.0", "numpy", "matplotlib>=3.7", "pytest>=7", "jupyterlab>=4", "nbformat>=5.7",
+                        "jsonschema>=4.18,<4.25")
 
 
 def student_readme(unit):
