@@ -243,9 +243,13 @@ def explanations(got, mistakes, atol, rtol, right=()):
 
     A mistake whose output on this case equals one of ``right`` (the right answers) explains nothing here, and
     is never named: on a table of one pair, the halves layout is the interleaved one.
+
+    A tolerance given entry by entry (a tensor, shaped for the right answer) is used whole where it fits the output;
+    against an output of another shape (a mistake that drops a row, say) its largest entry is used.
     """
     if not isinstance(got, torch.Tensor):
         return
+    atol, rtol = _fitted(atol, got.shape), _fitted(rtol, got.shape)
     for mistake in mistakes:
         try:
             candidate = mistake.output()
@@ -258,6 +262,17 @@ def explanations(got, mistakes, atol, rtol, right=()):
             continue
         if mismatch(got, candidate.to(got.dtype), atol=atol, rtol=rtol, check_dtype=False) is None:
             yield mistake.explain
+
+
+def _fitted(tolerance, shape):
+    """``tolerance`` where it broadcasts to ``shape`` (a number always does), else its largest entry."""
+    if not isinstance(tolerance, torch.Tensor):
+        return tolerance
+    try:
+        fits = torch.broadcast_shapes(tolerance.shape, shape) == torch.Size(shape)
+    except RuntimeError:
+        fits = False
+    return tolerance if fits else float(tolerance.max())
 
 
 def _right_but_for_the_form(got, expected, atol, rtol):

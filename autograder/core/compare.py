@@ -479,7 +479,9 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
     if not isinstance(got, torch.Tensor) or not isinstance(expected, torch.Tensor) or got.is_complex() \
             or expected.is_complex() or not expected.numel():
         return None
-    per_entry, atol, exact = atol, _scalar_tolerance(atol), not expected.is_floating_point()
+    # A tolerance given entry by entry is read as its largest entry, except where the entries are counted below.
+    (per_entry, atol), (per_entry_rtol, rtol) = (atol, _scalar_tolerance(atol)), (rtol, _scalar_tolerance(rtol))
+    exact = not expected.is_floating_point()
     g, e = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
     names = _axis_names(e.shape, axes)
     if tuple(g.shape) != tuple(e.shape):
@@ -504,7 +506,8 @@ def relation(got, expected, *, atol=1e-5, rtol=1e-5, axes=None, factors=None, co
     if whole:
         return whole + "."
     try:  # where the entries are wrong, with the tolerance of each entry, as mismatch counts them
-        wrong = ~_agrees(g, e, torch.as_tensor(per_entry, dtype=torch.float64), rtol)
+        wrong = ~_agrees(g, e, torch.as_tensor(per_entry, dtype=torch.float64),
+                         torch.as_tensor(per_entry_rtol, dtype=torch.float64))
     except RuntimeError:
         wrong = ~_agrees(g, e, atol, rtol)
     facts = _where_wrong(wrong, names, coordinates, e, exact)
