@@ -35,6 +35,7 @@ from autograder.core import units
 from autograder.core.cases import build_cases
 from autograder.core.grade import Grader
 from declared_mistakes import submission
+from test_declared_mistakes_are_pure import impure
 
 UNITS = [unit.name for unit in units.all_units()]
 
@@ -134,3 +135,10 @@ def test_the_same_file_graded_twice_at_the_same_seed_loses_the_same_points(tmp_p
 def test_a_declared_mistake_costs_the_same_points_at_any_seed(charged, mistake, seed):
     """{test: (points at the shared seed, points at this seed)} where they differ: none."""
     assert _differences(charged, *mistake, seed) == {}, (mistake, seed)
+
+
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_every_declared_mistake_gives_the_same_output_each_time_it_is_asked_at_a_student_s_own_seed(seed):
+    """tests/core/test_declared_mistakes_are_pure.py's invariant, at seeds of students' own."""
+    assert {unit_name: impure(unit_name, seed) for unit_name in UNITS} == {unit_name: [] for unit_name in UNITS}
