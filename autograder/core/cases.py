@@ -23,7 +23,7 @@ from typing import Callable
 
 import torch
 
-from autograder.core.compare import first_wrong, mismatch, relation, torch_error_meaning
+from autograder.core.compare import _scalar_tolerance, first_wrong, mismatch, relation, torch_error_meaning
 from autograder.core.contracts import same_designs
 from autograder.core.voice import class_name, name_of, quote
 
@@ -272,7 +272,7 @@ def _fitted(tolerance, shape):
         fits = torch.broadcast_shapes(tolerance.shape, shape) == torch.Size(shape)
     except RuntimeError:
         fits = False
-    return tolerance if fits else float(tolerance.max())
+    return tolerance if fits else _scalar_tolerance(tolerance)
 
 
 def _right_but_for_the_form(got, expected, atol, rtol):

@@ -135,6 +135,10 @@ def test_a_kept_image_outlives_the_run_s_cleanup_and_its_successor_replaces_it(b
     first = docker_kit.build_image(base, {"/probe/value": b"one"}, "cp /probe/value /probe/copy", hint, keep=True)
     child = docker_kit.build_image(first, {}, "true", f"{hint}-child")
     try:
+        # Built on the kept image, the child is the run's: it does not inherit the kept one's hint.
+        child_hint = docker_kit.docker("image", "inspect", "--format", '{{index .Config.Labels "%s"}}'
+                                       % docker_kit.KEEP_LABEL, child).stdout.decode().strip()
+        assert child_hint == "", child_hint
         docker_kit.cleanup(os.environ["KIT_TEST_RUN"])  # the run's images go; the kept one stays
         assert docker_kit.image_exists(first) and not docker_kit.image_exists(child)
         second = docker_kit.build_image(base, {"/probe/value": b"two"}, "cp /probe/value /probe/copy", hint, keep=True)
