@@ -67,28 +67,11 @@ from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, raises_check,
                                    score_factors, size_one, tensor_check)
 from autograder.core.contracts import FLOAT_DTYPES, Contract, Factor, contract_cases, dtype_of
+from autograder.units.vision_positions.job import scrambled_window_index
 from solutions import vision_positions as ref
 
 NAME = "window_scores"
 STAND_IN = "scrambled_window_index"  # its name in the unit's job.py (STAND_INS)
-
-
-def scrambled_window_index(window_h, window_w, *, device=None, key=(3, 5, 1)):
-    """Stand-in for window_relative_index: (N, N) int64, each entry in 0 .. (2Wh - 1)(2Ww - 1) - 1, N = Wh * Ww;
-    valid, but not Swin's index. Each patch gets a code, r * (Ww + 1) + c, distinct modulo the number of offsets;
-    an entry mixes the query's and the key's codes with multipliers of ``key`` that differ by one, so that
-    index - index.T is code(n1) - code(n2), never 0 off the diagonal: the transposed index differs everywhere
-    there. Built on ``device``, as the helper is."""
-    if window_h < 1 or window_w < 1:  # the helper's contract, kept: only its values are scrambled
-        raise ValueError(f"a window needs at least one row and one column, got window_h={window_h}, "
-                         f"window_w={window_w}")
-    a, b, c = key
-    offsets = (2 * window_h - 1) * (2 * window_w - 1)
-    rows = torch.arange(window_h, device=device).repeat_interleave(window_w)  # (N,)
-    columns = torch.arange(window_w, device=device).repeat(window_h)  # (N,)
-    code = rows * (window_w + 1) + columns  # (N,): below the number of offsets, so distinct modulo it
-    mixed = (a + 1) * code[:, None] + a * code[None, :] + b * (columns[:, None] * columns[None, :]) + c  # (N, N)
-    return mixed % offsets  # (N, N)
 
 
 HINTS = {
