@@ -113,8 +113,9 @@ def resize_learned_grid(table, old_grid, new_grid, *, prefix_tokens=1, mode="bic
         new_grid: (new_h, new_w), the grid to read it at; each side at least 1.
         prefix_tokens: how many rows come before the patches (1: a class token; 0: none).
         mode: "bicubic" (timm's default for fine-tuning at another resolution) or "bilinear".
-        antialias: whether a smaller grid averages over the area each new patch covers
-            (``torch.nn.functional.interpolate``'s flag).
+        antialias: ``torch.nn.functional.interpolate``'s flag, passed as it is: True averages over the area
+            each new patch covers where a grid gets smaller. It changes a larger grid too in bicubic mode:
+            torch's antialiased bicubic uses the cubic of PIL (a = -0.5), the plain one a = -0.75.
 
     Returns:
         out: (prefix_tokens + new_h * new_w, dim) of ``table``'s dtype and device; the prefix rows equal
@@ -236,8 +237,9 @@ def apply_rope_2d(x, grid_h, grid_w, base=100.0, *, prefix_tokens=0):
             ``prefix_tokens + grid_h * grid_w``.
 
     Convention the grader expects: the split of the head is by halves of the channels (rows in channels
-    0 .. dh/2 - 1), not pairs alternating between the axes; float16 and bfloat16 turned in float32 and
-    rounded once, as ``apply_rotary`` does.
+    0 .. dh/2 - 1), not pairs alternating between the axes; the arithmetic in float32 for float16, bfloat16 and
+    float32 input (half precision rounded back once at the end) and in float64 for float64 input, as
+    ``apply_rotary`` does: a float64 x is turned at float64's precision.
 
     Worked example: one patch at (r, c) = (0, 1), dh = 4, base 100: x = [1, 0, 1, 0] becomes
     [1, 0, cos 1, sin 1] = [1, 0, 0.5403, 0.8415]: the row's pair does not turn (r = 0), the column's turns by
@@ -314,7 +316,9 @@ def window_scores(q, k, bias_table, window_h, window_w, *, scale=None):
     Args:
         q: (B * num_windows, H, N, dh) queries, N = Wh * Ww patches of a window, row by row.
         k: (B * num_windows, H, N, dh) keys.
-        bias_table: ((2Wh - 1)(2Ww - 1), H), one learned number per offset and head.
+        bias_table: ((2Wh - 1)(2Ww - 1), H), one learned number per offset and head, of any float dtype:
+            it is cast to q's dtype before it is added (a float32 table with bfloat16 q and k gives bfloat16
+            scores).
         window_h, window_w: Wh and Ww.
         scale: multiplies ``q @ k^T`` only, never the bias; default ``1 / sqrt(dh)``.
 

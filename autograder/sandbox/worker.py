@@ -951,9 +951,29 @@ POOL_FACTOR = 4  # the pool of a path holds this many times its largest input, p
 POOL_EXTRA = 1 << 16
 
 
-def _pool_size(spec):
-    largest = spec["batch"] * spec["heads"] * spec["length"] * spec["head_dim"]
-    return POOL_FACTOR * largest + POOL_EXTRA
+class _Sizes:
+    """A draw that makes nothing: it notes how many numbers each input of ``timing_inputs`` asks for and gives an
+    empty tensor of that shape on the meta device, so that the pool is sized by what the unit draws (q and k of
+    (B, H, L, dh) in the first units, windows of patches in the fourth), not by a shape the core assumes."""
+
+    def __init__(self):
+        self.largest = 0
+
+    def __call__(self, *shape, dtype=None):
+        count = 1
+        for size in shape:
+            count *= size
+        self.largest = max(self.largest, count)
+        return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def _pool_size(unit, spec):
+    """The numbers a path's pool holds at ``spec``'s length (the longest of its calls): POOL_FACTOR times the
+    largest input the unit's ``timing_inputs`` draws there, and POOL_EXTRA, so that each draw starts at an offset
+    of its own."""
+    sizes = _Sizes()
+    unit.timing_inputs(spec, sizes)
+    return POOL_FACTOR * sizes.largest + POOL_EXTRA
 
 
 def _serve_one(command, state):
@@ -968,7 +988,7 @@ def _serve_one(command, state):
         state["keep"].append(state.pop("pool", None))
         state["spec"], state["device"] = spec, spec["device"]
         try:
-            made = _pair(_step(_SANDBOX["setup"], (torch, state["unit"], state["namespace"], spec, _pool_size(spec)),
+            made = _pair(_step(_SANDBOX["setup"], (torch, state["unit"], state["namespace"], spec, _pool_size(state["unit"], spec)),
                                state["keep"], labels))
         except StepFailed as failed:
             return failed.reply
@@ -1071,7 +1091,7 @@ def serve(state, commands, replies):
 def _timing_inputs(unit, spec, seed):
     """The inputs of a score path for ``seed`` as a timing job makes them (for the in-kernel timing of nbgrader)."""
     dtype = getattr(torch, spec["dtype"])
-    pool = _SANDBOX["pool_for"](torch, spec, spec["seed"], _pool_size(spec))
+    pool = _SANDBOX["pool_for"](torch, spec, spec["seed"], _pool_size(unit, spec))
     return unit.timing_inputs(spec, _SANDBOX["Draw"](pool, seed, spec["device"], dtype))
 
 
