@@ -126,9 +126,10 @@ def resize_learned_grid(table, old_grid, new_grid, *, prefix_tokens=1, mode="bic
             side of either grid is below 1, ``prefix_tokens`` is negative, or ``mode`` is not one of the two.
 
     Convention the grader expects: patches row by row on both grids; ``align_corners=False`` (a pixel is an
-    area, its centre at half a step); the interpolation in float32 whatever the table's dtype (a half-precision
-    table is turned to float32, resized, and rounded back), as timm's ``resample_abs_pos_embed`` does. The same
-    grid gives the table back, unchanged.
+    area, its centre at half a step); the interpolation in float32 whatever the table's dtype, float64 included
+    (a table is turned to float32, resized, and rounded back to its dtype), as timm's ``resample_abs_pos_embed``
+    does. The same grid gives a copy of the table, equal to it entry for entry (nothing resampled, not the
+    table itself). ``mode`` is checked on every call, the same grid included.
 
     Worked example: no prefix, one channel, a 1 x 2 table [[0.], [1.]] read at 1 x 4 with mode "bilinear"
     gives [[0.], [0.25], [0.75], [1.]]: the new pixel centres lie at 0.25, 0.75, 1.25 and 1.75 old pixels,
@@ -233,15 +234,15 @@ def apply_rope_2d(x, grid_h, grid_w, base=100.0, *, prefix_tokens=0):
         out: a new tensor of ``x``'s shape, dtype and device.
 
     Raises:
-        ValueError: if ``x``'s last axis is not a positive multiple of 4, or its second to last is not
-            ``prefix_tokens + grid_h * grid_w``.
+        ValueError: if ``x``'s last axis is not a positive multiple of 4, a grid side is below 1,
+            ``prefix_tokens`` is negative, or ``x``'s second to last axis is not ``prefix_tokens + grid_h * grid_w``.
 
     Convention the grader expects: the split of the head is by halves of the channels (rows in channels
     0 .. dh/2 - 1), not pairs alternating between the axes; the arithmetic in float32 for float16, bfloat16 and
     float32 input (half precision rounded back once at the end) and in float64 for float64 input, as
     ``apply_rotary`` does: a float64 x is turned at float64's precision.
 
-    Worked example: one patch at (r, c) = (0, 1), dh = 4, base 100: x = [1, 0, 1, 0] becomes
+    Worked example: the second patch of a 1 x 2 grid, at (r, c) = (0, 1), dh = 4, base 100: x = [1, 0, 1, 0] becomes
     [1, 0, cos 1, sin 1] = [1, 0, 0.5403, 0.8415]: the row's pair does not turn (r = 0), the column's turns by
     1 * theta_0 = 1.
 
@@ -251,6 +252,10 @@ def apply_rope_2d(x, grid_h, grid_w, base=100.0, *, prefix_tokens=0):
     head_dim = x.shape[-1]
     if head_dim <= 0 or head_dim % 4 != 0:
         raise ValueError(f"x's last axis must be a positive multiple of 4 (two axes of pairs), got {head_dim}")
+    if grid_h < 1 or grid_w < 1:
+        raise ValueError(f"the grid needs at least one row and one column, got grid_h={grid_h}, grid_w={grid_w}")
+    if prefix_tokens < 0:
+        raise ValueError(f"prefix_tokens must be 0 or more, got prefix_tokens={prefix_tokens}")
     if x.dim() < 2 or x.shape[-2] != prefix_tokens + grid_h * grid_w:
         raise ValueError(f"x must hold prefix_tokens + grid_h * grid_w = {prefix_tokens + grid_h * grid_w} tokens "
                          f"on its second to last axis, got shape {tuple(x.shape)}")
@@ -283,9 +288,9 @@ def window_relative_index(window_h, window_w, *, device=None):
     Raises:
         ValueError: if a side of the window is below 1.
 
-    Convention the grader expects: the query's patch minus the key's (row n1 minus column n2), rows before
-    columns in the table, as Swin's ``relative_position_index`` is built. The diagonal (a patch and itself)
-    is the table's middle entry, (Wh - 1)(2Ww - 1) + Ww - 1.
+    Convention the grader expects: the query's patch minus the key's (the index's row n1 is the query, its
+    column n2 the key), rows before columns in the table, as Swin's ``relative_position_index`` is built. The
+    diagonal (a patch and itself) is the table's middle entry, (Wh - 1)(2Ww - 1) + Ww - 1.
 
     Worked example: a 1 x 2 window (patches 0 and 1 side by side), a table of 1 x 3 offsets:
         index = [[1, 0],       patch 0 to itself: offset (0, 0) -> 1; to patch 1: (0, -1) -> 0
@@ -316,8 +321,8 @@ def window_scores(q, k, bias_table, window_h, window_w, *, scale=None):
     Args:
         q: (B * num_windows, H, N, dh) queries, N = Wh * Ww patches of a window, row by row.
         k: (B * num_windows, H, N, dh) keys.
-        bias_table: ((2Wh - 1)(2Ww - 1), H), one learned number per offset and head, of any float dtype:
-            it is cast to q's dtype before it is added (a float32 table with bfloat16 q and k gives bfloat16
+        bias_table: ((2Wh - 1)(2Ww - 1), H), one learned number per offset and head, on q's device, of any
+            float dtype: it is cast to q's dtype before it is added (a float32 table with bfloat16 q and k gives bfloat16
             scores).
         window_h, window_w: Wh and Ww.
         scale: multiplies ``q @ k^T`` only, never the bias; default ``1 / sqrt(dh)``.

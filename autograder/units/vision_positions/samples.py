@@ -12,8 +12,8 @@ MISTAKES = (
                   "                      columns[None, :, :].expand(grid_h, grid_w, dim // 2)), dim=2)",
                   "grid = torch.cat((columns[None, :, :].expand(grid_h, grid_w, dim // 2),\n"
                   "                      rows[:, None, :].expand(grid_h, grid_w, dim // 2)), dim=2)"),
-    # The class token resized with the grid.
-    SampleMistake("resize_prefix_inside", "resize_learned_grid", "prefix",
+    # The class token left out of the resized table (kept apart, then forgotten).
+    SampleMistake("resize_prefix_dropped", "resize_learned_grid", "the prefix rows are dropped",
                   "prefix, patches = table[:prefix_tokens], table[prefix_tokens:]",
                   "prefix, patches = table[:0], table[prefix_tokens:]"),
     # RoPE's pairs split between the axes: rows on the even pairs, columns on the odd ones.

@@ -595,8 +595,8 @@ def _relative_case(test, generator, grid_h, grid_w, head_dim, heads, prefix=None
 # --- invalid arguments ------------------------------------------------------------------------------------------
 
 def _invalid(generator):
-    """The ValueErrors the docstrings name: a head size that is not a positive multiple of 4, a grid side below 1
-    (rope_2d_angles), tokens that are not prefix_tokens + grid_h * grid_w (apply_rope_2d)."""
+    """The ValueErrors the docstrings name: a head size that is not a positive multiple of 4, a grid side below 1,
+    negative prefix tokens (apply_rope_2d), tokens that are not prefix_tokens + grid_h * grid_w (apply_rope_2d)."""
     cases = []
     for args, why in (((3, 5, 6), "head_dim = 6 is not a multiple of 4: each axis takes half of the pairs"),
                       ((3, 5, 0), "head_dim must be positive"),
@@ -616,7 +616,11 @@ def _invalid(generator):
             ([randn(2, 3, 15, 8), 3, 5], {"prefix_tokens": 1}, "x holds 15 tokens, not prefix_tokens + 3 * 5 = 16"),
             ([randn(2, 16, 8), 3, 5], {}, "x holds 16 tokens, not 3 * 5 = 15: a class token must be declared with "
                                           "prefix_tokens=1"),
-            ([randn(20, 8), 4, 4], {}, "x holds 20 tokens, not 4 * 4 = 16")):
+            ([randn(20, 8), 4, 4], {}, "x holds 20 tokens, not 4 * 4 = 16"),
+            ([randn(2, 1, 8), 0, 5], {"prefix_tokens": 1}, "grid_h = 0: a grid needs at least one row, even where "
+                                                          "x holds just the prefix tokens"),
+            ([randn(2, 14, 8), 3, 5], {"prefix_tokens": -1}, "prefix_tokens = -1: a count of tokens is 0 or more, "
+                                                            "even where -1 + 3 * 5 is x's 14 tokens")):
         label = call_label(APPLY, args, kwargs)
         cases.append(Case("rope_2d_invalid_args", label, call_probe(APPLY, args, kwargs),
                           raises_check(label, "ValueError", f" ({why})")))
