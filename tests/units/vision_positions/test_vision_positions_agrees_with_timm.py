@@ -41,7 +41,8 @@ torch and four small modules of their own folder. ``_load_timm`` therefore reads
 empty package of another name whose path is timm's folder (their relative imports resolve there, and no module
 named ``timm`` is made or imported), with torchvision hidden while they load (``timm/layers/_fx.py`` then takes its
 own fallback for a machine without it); and it compiles only the two functions it needs out of
-``timm/models/swin_transformer.py`` (whose module imports all of timm). It leaves ``sys.modules`` as it found it.
+``timm/models/swin_transformer.py`` (whose module imports all of timm). The modules it made are taken out of
+``sys.modules`` again, and torchvision's entry restored.
 The module is skipped where timm is not installed; install it with ``pip install --no-deps "timm>=1.0,<2"``
 (its other requirements, huggingface_hub, pyyaml and safetensors, come with transformers).
 
@@ -62,8 +63,17 @@ Tolerances, all from float32's unit roundoff u = 2^-24 (float64's is 2^-53, bflo
 * The relative property of RoPE (a score depends on the offsets only) in float64: 1e-12 of the largest score.
 
 How many configurations are checked: each test counts the distinct ones it compared and prints the count with the
-largest error seen (run with ``-s``); drawn from a fixed seed, the counts are the same on every run of the same
-hypothesis version. With timm 1.0.31 and hypothesis 6.170 (torch 2.13, CPU): COUNTS.
+largest error seen (run with ``-s``). They are drawn from a fixed seed, so the same on every run of the same
+hypothesis version with the same modules loaded (hypothesis also draws constants it finds in the loaded modules:
+run alone, without tests/conftest.py, two counts come out one lower). With timm 1.0.31, hypothesis 6.170 and
+torch 2.13 (CPU), run as ``pytest -n 0 --full`` on this file: sincos_2d_table 400 against timm and 250 against MAE;
+resize_learned_grid 494 (and 6 in torch's bug, below); rope_2d_angles with apply_rope_2d 300 against timm's
+RotaryEmbeddingCat, 200 against RoPE-ViT, 100 against timm's RoPE-Mixed; the relative property 100;
+window_relative_index 256 (every window up to 16 x 16, against timm and Swin both); window_scores 300 (Swin's and
+timm's). 2,400 in all, 1,850 of them against timm's own code. The largest errors: the sine-cosine tables 1.2e-6
+(timm) and 1.8e-6 (MAE); the rotary angles 1.1e-6, a rotated q or k 3.3e-6 (float32 and float64; bfloat16 one
+unit, 3.9e-3); the scores 7.6e-6 in float32, 2.1e-14 in float64, 0.13 in bfloat16 (about half of each bound); the
+resize none.
 
 A bug of torch 2.13 (CPU) where the reference and timm part: ``F.interpolate`` with ``antialias=True`` to a new
 width of 1, where a height of 2 or more changes to another of 2 or more, returns the first output row for every
@@ -172,7 +182,6 @@ def _load_timm():
         version=importlib.metadata.version("timm"),
         resample_abs_pos_embed=pos_embed.resample_abs_pos_embed,
         build_sincos2d_pos_embed=sincos.build_sincos2d_pos_embed,
-        build_rotary_pos_embed=sincos.build_rotary_pos_embed,
         RotaryEmbeddingCat=sincos.RotaryEmbeddingCat,
         apply_rot_embed_cat=sincos.apply_rot_embed_cat,
         init_random_2d_freqs=sincos.init_random_2d_freqs,
@@ -234,7 +243,7 @@ def mae_get_1d_sincos_pos_embed_from_grid(embed_dim, pos, base):
 
 
 # naver-ai/rope-vit, models/vit_rope.py: compute_axial_cis, init_t_xy, reshape_for_broadcast, apply_rotary_emb
-# (and RoPEAttention.forward's rotation of the tokens after the class token). Unchanged.
+# (and RoPEAttention.forward's rotation of the tokens after the class token). Unchanged but for spacing.
 def ropevit_compute_axial_cis(dim: int, end_x: int, end_y: int, theta: float = 100.0):
     freqs_x = 1.0 / (theta ** (torch.arange(0, dim, 4)[: (dim // 4)].float() / dim))
     freqs_y = 1.0 / (theta ** (torch.arange(0, dim, 4)[: (dim // 4)].float() / dim))
@@ -517,7 +526,7 @@ def test_apply_rope_2d_equals_timms_axial_rotary_embedding_in_each_layout():
     generator = torch.Generator().manual_seed(392)
 
     @given(grid_h=SIDES, grid_w=SIDES, quarter=QUARTERS, base=BASES, prefix=st.integers(0, 3),
-           heads=st.integers(1, 3), grid_indexing=st.sampled_from(["ij", "xy"]), rotate_half=st.booleans(),
+           heads=st.integers(1, 2), grid_indexing=st.sampled_from(["ij", "xy"]), rotate_half=st.booleans(),
            dtype=FLOATS)
     def search(grid_h, grid_w, quarter, base, prefix, heads, grid_indexing, rotate_half, dtype):
         head_dim = 4 * quarter
@@ -532,7 +541,7 @@ def test_apply_rope_2d_equals_timms_axial_rotary_embedding_in_each_layout():
         expected = torch.cat([expand(swap_halves(a) if grid_indexing == "xy" else a) for a in (sin, cos)], -1)
         errors.add("angles", assert_close(expected, embed, f"angles, {what}", atol=angle_tolerance(base, largest)))
 
-        x = randn(generator, 2, heads, prefix + grid_h * grid_w, head_dim, dtype=dtype)
+        x = randn(generator, 1, heads, prefix + grid_h * grid_w, head_dim, dtype=dtype)
         # timm's EVA attention: the prefix tokens as they are, the rest turned by apply_rot_embed_cat.
         theirs = torch.cat([x[:, :, :prefix, :],
                             timm.apply_rot_embed_cat(x[:, :, prefix:, :], embed, half=rotate_half)], dim=2)
@@ -552,7 +561,7 @@ def test_apply_rope_2d_equals_rope_vits_axial_rotation_with_its_halves_swapped()
     generator = torch.Generator().manual_seed(393)
 
     @given(grid_h=SIDES, grid_w=SIDES, quarter=QUARTERS, base=BASES, class_token=st.booleans(),
-           heads=st.integers(1, 3), dtype=FLOATS)
+           heads=st.integers(1, 2), dtype=FLOATS)
     def search(grid_h, grid_w, quarter, base, class_token, heads, dtype):
         head_dim, prefix = 4 * quarter, int(class_token)
         freqs_cis = ropevit_compute_axial_cis(head_dim, end_x=grid_w, end_y=grid_h, theta=base)  # (N, dh/2)
@@ -563,8 +572,8 @@ def test_apply_rope_2d_equals_rope_vits_axial_rotation_with_its_halves_swapped()
                                           torch.view_as_real(freqs_cis), f"angles, {what}",
                                           atol=angle_tolerance(base, largest)))
 
-        q = randn(generator, 2, heads, prefix + grid_h * grid_w, head_dim, dtype=dtype)
-        k = randn(generator, 2, heads, prefix + grid_h * grid_w, head_dim, dtype=dtype)
+        q = randn(generator, 1, heads, prefix + grid_h * grid_w, head_dim, dtype=dtype)
+        k = randn(generator, 1, heads, prefix + grid_h * grid_w, head_dim, dtype=dtype)
         # RoPEAttention.forward: q[:, :, 1:], k[:, :, 1:] = apply_rotary_emb(...), on copies here.
         theirs_q, theirs_k = q.clone(), k.clone()
         theirs_q[:, :, prefix:], theirs_k[:, :, prefix:] = ropevit_apply_rotary_emb(q[:, :, prefix:], k[:, :, prefix:],

@@ -214,8 +214,15 @@ def _mistakes(table, old_grid, new_grid, prefix, mode, antialias):
         found.append(Mistake("the interpolation runs in the table's half dtype, which rounds on the way: turn the "
                              "patch rows to float32, interpolate, and round back to the table's dtype once (timm's "
                              "resample_abs_pos_embed does).", made(in_float32=False)))
-    if table.dtype == torch.float64:
-        found.append(Mistake(
+    if table.dtype == torch.float64 and tuple(old_grid) == tuple(new_grid):
+        # First: at the same grid the slips of reading a grid (both grids taken as (w, h), say) resample it unchanged
+        # too, so they give this output as well; the shortcut is what the output shows is missing.
+        found.insert(0, Mistake(
+            "the same grid is resampled instead of copied: interpolation runs in float32, so a float64 table read at "
+            "its own grid comes back rounded to float32's precision; where new_grid equals old_grid, return "
+            "table.clone().", made()))
+    if table.dtype == torch.float64:  # first: at the same grid the slips of reading the grid give its output too
+        found.insert(0, Mistake(
             "rows that are only copied are rounded through float32: the interpolation runs in float32, but the "
             "prefix rows, and the whole table when the grid does not change, keep the table's float64 values bit "
             "for bit (table[:prefix_tokens] as it is; table.clone() at the same grid).",
@@ -471,6 +478,14 @@ def build(rng, generator):
                  "mode 'nearest' is neither 'bicubic' nor 'bilinear'"),
         _invalid(generator, (13, 6), (3, 4), (5, 6), {"mode": "area"},
                  "mode 'area' is neither 'bicubic' nor 'bilinear'"),
+        # Modes F.interpolate itself takes for a (1, dim, h, w) image, or refuses with another exception: a mode left
+        # for it to check is not checked.
+        _invalid(generator, (13, 6), (3, 4), (5, 6), {"mode": "lanczos"},
+                 "mode 'lanczos' is neither 'bicubic' nor 'bilinear', though F.interpolate would resample with it"),
+        _invalid(generator, (13, 6), (3, 4), (5, 6), {"mode": "linear", "antialias": False},
+                 "mode 'linear' is neither 'bicubic' nor 'bilinear'"),
+        _invalid(generator, (13, 6), (3, 4), (3, 4), {"mode": "lanczos"},
+                 "mode 'lanczos' is neither 'bicubic' nor 'bilinear', checked at the same grid too"),
     ]
     return cases + [_meta_case(CONTRACT_TEST, (3, 4), (5, 7), 1, 8, rng.choice([torch.float32, torch.float16]))]
 

@@ -171,6 +171,14 @@ def _mistakes(q, k, table, window_h, window_w, scale, key):
         if scale is None and head_dim != 1:
             found.append(Mistake("no scale: with scale left out the product is multiplied by 1 / sqrt(dh), dh the "
                                  "last axis of q.", lambda right=right: _scores(q, k, right, 1.0)))
+        if scale is None and head_dim > 1:
+            found.append(Mistake("the default scale is 1 / dh: it is 1 / sqrt(dh), dh the last axis of q (the scores' "
+                                 "spread then does not grow with the head's size).",
+                                 lambda right=right: _scores(q, k, right, 1.0 / head_dim)))
+        if scale == 0.0:
+            found.append(Mistake("a scale of 0 is taken for \"not given\" (`scale or 1 / sqrt(dh)`): 0 is a scale "
+                                 "like any other, and the scores are then the bias alone; test `scale is None`.",
+                                 lambda right=right: _scores(q, k, right, default)))
         if scale is not None and scale != default:
             found.append(Mistake("the scale argument is ignored: 1 / sqrt(dh) is used where a scale is passed.",
                                  lambda right=right: _scores(q, k, right, default)))
@@ -350,7 +358,9 @@ def _invalid(generator):
             (randn(2, 3, 6, 4), randn(6, 3), 2, 3, "the table has 6 rows, one a patch: a 2 x 3 window has "
                                                    "3 * 5 = 15 offsets"),
             (randn(2, 3, 6, 4), randn(3, 15), 2, 3, "the table is (H, offsets) = (3, 15), not (15, 3)"),
-            (randn(3, 1, 4, 4), randn(9), 2, 2, "a one-dimensional table: it is (offsets, H), even for one head")):
+            (randn(3, 1, 4, 4), randn(9), 2, 2, "a one-dimensional table: it is (offsets, H), even for one head"),
+            (randn(2, 3, 6, 4), randn(15, 1), 2, 3, "the table has one column for 3 heads: one number per offset "
+                                                    "and head, none broadcast over the heads")):
         args = [q, q.clone(), table, window_h, window_w]
         label = call_label(NAME, args)
         # Under the stand-in for window_relative_index, which refuses what the real one refuses (a side below 1).
