@@ -9,7 +9,7 @@ from checks import assert_close, assert_raises
 from vision_positions import resize_learned_grid
 
 AXES = ("token", "channel")
-CONVENTION = ("the patch rows, patch n = r * old_w + c at row r and column c, are an image (1, dim, old_h, old_w), "
+CONVENTION = ("The patch rows, patch n = r * old_w + c at row r and column c, are an image (1, dim, old_h, old_w), "
               "resized to size=(new_h, new_w) with the mode and antialias given and align_corners=False, in "
               "float32, and written back row by row after the prefix rows, which are kept as they are.")
 
@@ -175,7 +175,8 @@ def test_resize_learned_grid_resizes_half_precision_through_float32(dtype):
     ((1, 3), (2, 0), (4, 4), {}, "old_grid has a side of 0"),
     ((7, 3), (2, 3), (0, 4), {}, "new_grid has a side of 0"),
     ((5, 3), (2, 3), (4, 4), {"prefix_tokens": -1}, "prefix_tokens = -1 is negative"),
-    ((7, 3), (2, 3), (4, 4), {"mode": "bicubic_aa"}, "mode 'bicubic_aa' is neither 'bicubic' nor 'bilinear'"),
+    ((7, 3), (2, 3), (4, 4), {"mode": "lanczos"}, "mode 'lanczos' is neither 'bicubic' nor 'bilinear' (F.interpolate "
+                                                 "would resize with it: the check is yours to write)"),
 ], ids=["3-D table", "rows", "rows with 2 prefix tokens", "old side 0", "new side 0", "negative prefix", "mode"])
 def test_resize_learned_grid_rejects_what_the_docstring_calls_invalid(shape, old_grid, new_grid, kwargs, why):
     assert_raises(ValueError, resize_learned_grid, torch.randn(*shape), old_grid, new_grid, hint=why, **kwargs)

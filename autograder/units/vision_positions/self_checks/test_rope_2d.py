@@ -9,9 +9,9 @@ from checks import assert_close, assert_raises
 from vision_positions import apply_rope_2d, rope_2d_angles
 
 ANGLES = ("patch", "pair")
-CONVENTION = ("patch n = r * grid_w + c; pair i of the first dh/4 turns by r * theta_i, pair dh/4 + i by "
+CONVENTION = ("Patch n = r * grid_w + c; pair i of the first dh/4 turns by r * theta_i, pair dh/4 + i by "
               "c * theta_i, theta_i = base ** (-4i / dh) (base 100 by default).")
-TURNED = ("the first half of the head (channels 0 .. dh/2 - 1) is turned by the patch's row, the second by its "
+TURNED = ("The first half of the head (channels 0 .. dh/2 - 1) is turned by the patch's row, the second by its "
           "column, each half in interleaved pairs (2i, 2i + 1) by p * theta_i, theta_i = base ** (-4i / dh); a' = "
           "a cos - b sin, b' = a sin + b cos; the prefix tokens come back as they are, and the patches after them "
           "count from 0, row by row.")

@@ -9,7 +9,7 @@ from checks import assert_close, assert_raises
 from vision_positions import sincos_2d_table
 
 AXES = ("token", "channel")
-CONVENTION = ("patch n = r * grid_w + c gets [half(r), half(c)]: the row's half first, then the column's; each half "
+CONVENTION = ("Patch n = r * grid_w + c gets [half(r), half(c)]: the row's half first, then the column's; each half "
               "is [sin(p w_0) .. sin(p w_{dim/4-1}), cos(p w_0) .. cos(p w_{dim/4-1})], all its sines first, with "
               "w_k = base ** (-4k / dim); prefix_tokens rows of zeros come before the patches.")
 

@@ -82,7 +82,8 @@ def test_window_scores_take_the_scale_as_given_zero_included():
     q, k, table = _inputs(2, 2, 2, 2, 8)
     assert_close(window_scores(q, k, table, 2, 2, scale=0.0), _bias(table, 2, 2).float().expand(2, 2, 4, 4),
                  what="window_scores(..., scale=0.0)", atol=1e-6, axes=AXES,
-                 hint="0.0 is a scale like any other: test `scale is None`, not `if not scale` or `scale or ...`.")
+                 hint="with scale=0.0 the scores are the bias alone: the scale multiplies q @ k^T only, and 0.0 is a "
+                      "scale like any other (test `scale is None`, not `if not scale` or `scale or ...`).")
     assert_close(window_scores(q, k, table, 2, 2, scale=2.0), _expected(q, k, table, 2, 2, 2.0).float(),
                  what="window_scores(..., scale=2.0)", atol=1e-5, rtol=1e-5, axes=AXES,
                  hint="the scale multiplies q @ k^T once, as it is given (no 1/sqrt(dh) on top of it).")
