@@ -15,6 +15,10 @@ SEED = 23937628
 
 # The second unit's rotation, reused by apply_rope_2d: students get its reference finished in their file.
 BORROWS = {"rotary_alibi": ("apply_rotary",)}
+# The lesson's last part trains a tiny ViT with each method of the unit (no answer in it).
+SHIPPED = ("vision_capstone.py",)
+# `python -m autograder capstone --unit vision_positions`: the experiment on the kit's reference.
+CAPSTONE = ("vision_positions.vision_capstone",)
 
 # In the lesson's order.
 TASKS = (

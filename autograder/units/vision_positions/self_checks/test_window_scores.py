@@ -133,7 +133,9 @@ def test_window_scores_run_no_python_loop_over_windows_heads_or_patches():
     ((1, 2, 8, 4), (8, 2), (2, 4), "the table has 8 rows, one a patch: a 2 x 4 window has 3 * 7 = 21 offsets"),
     ((1, 2, 8, 4), (2, 21), (2, 4), "the table is (H, offsets) = (2, 21), not (21, 2)"),
     ((2, 1, 8, 4), (21,), (2, 4), "a one-dimensional table: it is (offsets, H), even for one head"),
-], ids=["patches", "table of patches", "table transposed", "table of one dimension"])
+    ((1, 2, 8, 4), (21, 1), (2, 4), "one column for two heads: the table is (offsets, H), a column per head (one "
+                                    "column would be broadcast to every head without a word)"),
+], ids=["patches", "table of patches", "table transposed", "table of one dimension", "one column for two heads"])
 def test_window_scores_reject_what_the_docstring_calls_invalid(q_shape, table_shape, window, why):
     q = torch.randn(*q_shape)
     assert_raises(ValueError, window_scores, q, q.clone(), torch.randn(*table_shape), *window, hint=why)
