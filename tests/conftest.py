@@ -63,6 +63,7 @@ FULL_FILES = {
     "test_nbgrader_unit_choice.py", "test_quiet_runs.py", "test_readme_cycle.py", "test_count_routes.py",
     "test_grader_voice_routes.py", "test_long_context_routes.py", "test_kernel_sandbox.py", "test_kernel_folders.py",
     "test_figures_clean.py", "test_capstone.py", "test_long_context_capstone.py", "test_a_slip_costs_its_cell.py",
+    "test_vision_positions_capstone.py",
     # the platforms' containers (a real Docker daemon)
     "test_platform_containers.py", "test_docker_kit.py",
     # a real browser, the documentation site
@@ -86,6 +87,9 @@ FULL_FILES = {
     # timing for real, whole class runs, the benchmarks' smoke runs
     "test_timing_same_cpu.py", "test_timing_integrity.py", "test_class_run_ends.py", "test_class_run.py",
     "test_benchmark_runs.py", "test_plain_course.py", "test_demo_every_unit.py", "test_hidden_cases_per_student.py",
+    "test_vision_positions_timed_path.py",
+    # outside code: timm (installed apart, see pyproject.toml), and the papers' functions re-typed
+    "test_vision_positions_agrees_with_timm.py",
 }
 
 

@@ -54,6 +54,7 @@ path, the rest stays the student's, so a stand-in keeps the timing about their c
 import contextlib
 import inspect
 import json
+import math
 import os
 import random
 import select
@@ -613,7 +614,7 @@ def measure(student, reference, spec, rng=None, lengths=None, count=None):
         else:
             peak = child.memory_peak()
             extra[child] = None if peak is None or before is None else max(peak - before, 0)
-    _check_outputs(student, reference, spec, rng, "the call measured for memory", spec["length"])
+    _check_outputs(student, reference, spec, rng, "the call measured for memory")
     for number in range(spec["warmup"]):
         seed, length = rng.getrandbits(48), next(lengths)
         for child in (student, reference):
@@ -627,7 +628,7 @@ def measure(student, reference, spec, rng=None, lengths=None, count=None):
         seconds = {}
         for child in order:
             seconds[child], _ = _run(child, spec, rng, seed, length)
-        _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}", length)
+        _check_outputs(student, reference, spec, rng, f"timed call {pair + 1}")
         if count is not None:
             recount(student, reference, spec, rng, count, pair)
         if min(seconds.values()) <= 0:  # no call takes no time: the clock failed, the machine's fault
@@ -727,7 +728,7 @@ def recount(student, reference, spec, rng, count, pair):
         _run(reference, spec, rng, seed, length)
     except ChildFailed as error:
         raise ReferenceFailed(f"the reference failed on the inputs of a count: {error}") from None
-    _check_outputs(student, reference, spec, rng, f"the call counted after timed pair {pair + 1}", length)
+    _check_outputs(student, reference, spec, rng, f"the call counted after timed pair {pair + 1}")
 
 
 def timed_lengths(spec, rng):
@@ -751,9 +752,14 @@ def call_length(spec, rng):
     return rng.choice(timed_range(spec))
 
 
-def _check_outputs(student, reference, spec, rng, which, length):
-    batch, heads = spec["batch"], spec["heads"]
-    size = batch * heads * length * length
+def _check_outputs(student, reference, spec, rng, which):
+    """The student's output of the last call against the reference's, at SAMPLES entries drawn over the
+    reference's output (its shape is asked first: (B, H, L, L) scores in the first units, windows in the
+    fourth)."""
+    shape, _ = reference.request({"command": "sample", "indices": []}, SETUP_SECONDS)
+    if "shape" not in shape:
+        raise ReferenceFailed("the reference's timed call did not return a tensor")
+    size = math.prod(shape["shape"])
     indices = sorted(rng.sample(range(size), min(SAMPLES, size)))
     mine, _ = student.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
     theirs, _ = reference.request({"command": "sample", "indices": indices}, SETUP_SECONDS)
@@ -1041,7 +1047,7 @@ def count_loops(rubric, path, student, loops, lines, stand_ins=None, rng=None, d
                     _run(reference, spec, rng, seed, length)
                 except ChildFailed as error:
                     raise ReferenceFailed(f"the reference failed on the inputs of the count: {error}") from None
-                _check_outputs(student, reference, spec, rng, f"the call counted at L = {length}", length)
+                _check_outputs(student, reference, spec, rng, f"the call counted at L = {length}")
             if number == 0:
                 continue
             counts.append((length, reply["steps"] + reply["operations"]))

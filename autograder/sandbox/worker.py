@@ -740,6 +740,29 @@ class Draw:
         return (self.pool[offset:offset + count] * scale).view(*shape).to(dtype=dtype or self.dtype)
 
 
+POOL_FACTOR = 4  # the pool of a path holds this many times its largest input, plus POOL_EXTRA numbers
+POOL_EXTRA = 1 << 16
+
+
+def pool_size(torch, unit, spec):
+    """The numbers a path's pool holds at ``spec``'s length (the longest of its calls): POOL_FACTOR times the
+    largest input the unit's ``timing_inputs`` draws there, and POOL_EXTRA, so that each draw starts at an offset
+    of its own. The inputs are drawn on the meta device, where nothing is made: the pool is sized by what the unit
+    draws (q and k of (B, H, L, dh) in the first units, windows of patches in the fourth), not by a shape assumed
+    here."""
+    largest = [0]
+
+    def sizes(*shape, dtype=None):
+        count = 1
+        for size in shape:
+            count *= size
+        largest[0] = max(largest[0], count)
+        return torch.empty(shape, dtype=dtype, device="meta")
+
+    unit.timing_inputs(spec, sizes)
+    return POOL_FACTOR * largest[0] + POOL_EXTRA
+
+
 def pool_for(torch, spec, seed, size):
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(size, generator=generator).to(spec["device"])
@@ -776,10 +799,10 @@ def path_with_stand_ins(unit, namespace, spec, swaps):
     return with_stand_ins
 
 
-def setup(torch, unit, namespace, spec, pool_size):
+def setup(torch, unit, namespace, spec):
     swaps = {name: unit.STAND_INS[stand_in] for name, stand_in in spec.get("stand_ins", {}).items()}
     path = path_with_stand_ins(unit, namespace, spec, swaps)
-    pool = pool_for(torch, spec, spec["seed"], pool_size)
+    pool = pool_for(torch, spec, spec["seed"], pool_size(torch, unit, spec))
     dtype = getattr(torch, spec["dtype"])
     for number in range(spec["warmup"]):
         path(*unit.timing_inputs(spec, Draw(pool, spec["seed"] + number, spec["device"], dtype)))
@@ -947,15 +970,6 @@ def _modes_words():
     return ""
 
 
-POOL_FACTOR = 4  # the pool of a path holds this many times its largest input, plus POOL_EXTRA numbers
-POOL_EXTRA = 1 << 16
-
-
-def _pool_size(spec):
-    largest = spec["batch"] * spec["heads"] * spec["length"] * spec["head_dim"]
-    return POOL_FACTOR * largest + POOL_EXTRA
-
-
 def _serve_one(command, state):
     """One command of the timing tier (see the comment above)."""
     kind = command.get("command")
@@ -968,7 +982,7 @@ def _serve_one(command, state):
         state["keep"].append(state.pop("pool", None))
         state["spec"], state["device"] = spec, spec["device"]
         try:
-            made = _pair(_step(_SANDBOX["setup"], (torch, state["unit"], state["namespace"], spec, _pool_size(spec)),
+            made = _pair(_step(_SANDBOX["setup"], (torch, state["unit"], state["namespace"], spec),
                                state["keep"], labels))
         except StepFailed as failed:
             return failed.reply
@@ -1071,7 +1085,7 @@ def serve(state, commands, replies):
 def _timing_inputs(unit, spec, seed):
     """The inputs of a score path for ``seed`` as a timing job makes them (for the in-kernel timing of nbgrader)."""
     dtype = getattr(torch, spec["dtype"])
-    pool = _SANDBOX["pool_for"](torch, spec, spec["seed"], _pool_size(spec))
+    pool = _SANDBOX["pool_for"](torch, spec, spec["seed"], _SANDBOX["pool_size"](torch, unit, spec))
     return unit.timing_inputs(spec, _SANDBOX["Draw"](pool, seed, spec["device"], dtype))
 
 

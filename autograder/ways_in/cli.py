@@ -186,7 +186,9 @@ def _capstone(parser, args):
         parser.exit(2, f"python -m autograder capstone: {f'the unit {name} has' if name else 'no unit has'} no "
                        f"experiment (its rubric's CAPSTONE); units with one: {', '.join(with_experiments) or 'none'}\n")
     module, *arguments = units.get(name).rubric.CAPSTONE
-    argv = ["--seed", str(args.seed), "--steps", str(args.steps), *arguments]
+    argv = ["--seed", str(args.seed), *arguments]
+    if args.steps is not None:
+        argv += ["--steps", str(args.steps)]
     if args.classifier_steps is not None:
         argv += ["--classifier-steps", str(args.classifier_steps)]
     if args.longer and "--longer" not in argv:
@@ -292,8 +294,9 @@ def build_parser():
     capstone.add_argument("--seed", type=arguments.seed, default=0,
                           help="the seed of everything the experiment draws (its texts, its models' first weights): "
                                "the same seed prints the same tables (default 0)")
-    capstone.add_argument("--steps", type=arguments.steps, default=200,
-                          help="training steps of each language model (default 200)")
+    capstone.add_argument("--steps", type=arguments.steps, default=None,
+                          help="training steps of each model (default: the experiment's own, 200 for the language "
+                               "models)")
     capstone.add_argument("--classifier-steps", type=arguments.steps, default=None,
                           help="training steps of each classifier, where the experiment trains classifiers "
                                "(default: the experiment's own)")

@@ -20,7 +20,7 @@ from autograder.core import mutants, units
 from autograder.core.cases import build_cases
 from autograder.core.grade import Grader
 
-UNITS = ("positional_encodings", "rotary_alibi", "long_context")
+UNITS = ("positional_encodings", "rotary_alibi", "long_context", "vision_positions")
 SAMPLE = 20  # mutants per task (the Done-when: at least 20)
 
 

@@ -787,14 +787,17 @@ def test_validation_costs_a_small_fraction_of_a_grade(tmp_path):
     path.write_text(json.dumps(notebook, indent=1))
     load(path)  # nbformat imported and its schema compiled once per process
     loading, parsing = [], []
-    for _ in range(7):  # interleaved, so that a busy moment slows both
-        started = time.perf_counter()
-        load(path)
-        loading.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        json.loads(path.read_bytes())
-        parsing.append(time.perf_counter() - started)
-    ratio = min(loading) / min(parsing)
+    for _ in range(3):  # up to three rounds: a reading near the bound on a loaded machine is measured again
+        for _ in range(7):  # interleaved, so that a busy moment slows both
+            started = time.perf_counter()
+            load(path)
+            loading.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            json.loads(path.read_bytes())
+            parsing.append(time.perf_counter() - started)
+        ratio = min(loading) / min(parsing)
+        if ratio < 8:  # far from the bound: no second round needed
+            break
     assert ratio < 12, (f"loading a {path.stat().st_size / 1e6:.1f} MB notebook took {min(loading):.3f} s, "
                         f"{ratio:.1f}x parsing its JSON ({min(parsing):.3f} s)")
 

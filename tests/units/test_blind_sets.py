@@ -47,6 +47,13 @@ Measured as written (2026-12-02), before the grader learnt anything from them:
   on one line (floor and ceil both rounded), a softmax past the result, an input written into with wrong values,
   and the learned table's own checks naming N(0, 1) and a plain tensor: 99 of 110 (90%).
 
+* vision_positions (2026-12-07, by a helper who read only the released module's docstrings and the second unit's
+  given apply_rotary): 20 alternatives, all full marks; 38 mistakes, 36 caught as written. Then: a mode that
+  F.interpolate itself takes (lanczos) or refuses with another exception (linear), and a one-column bias table
+  broadcast over the heads, added to the invalid arguments; a float64 table resampled at its own grid named as that
+  (before, as both grids read (w, h), whose output it shares there); the default scale 1/dh declared. All 38
+  caught, 32 by name, the others told where, when or how.
+
 Left out of the files here, and why: two written after Hugging Face's and the ALiBi authors' code (the kit's code
 is its own); two that build a tensor on the CPU where the input is on another device (caught only by a grader
 with a GPU, where the cases run on CUDA: tests/core/test_timing_tier.py, test_rotary_alibi_grading.py); angles in
@@ -63,7 +70,7 @@ from autograder.core.grade import Grader
 from autograder.core.report import headline
 
 FOLDER = Path(__file__).parents[1] / "submissions" / "blind"
-UNITS = ("positional_encodings", "rotary_alibi", "long_context")
+UNITS = ("positional_encodings", "rotary_alibi", "long_context", "vision_positions")
 FILES = {(unit, kind): sorted((FOLDER / unit / kind).glob("*.py")) for unit in UNITS
          for kind in ("alternatives", "mistakes")}
 # The mistakes the feedback names, with words of the name: each is the mistake the file's first line says it makes.
@@ -194,6 +201,42 @@ NAMED = {
         "yarn_attention_scale__mscale_must_be_positive": "raises ValueError where the reference returns a result: "
                                                          "for `mscale` negative",
         "yarn_attention_scale__mscale_only_nan_checked": "where it should raise ValueError: for `mscale` infinite",
+    },
+    "vision_positions": {
+        "resize_learned_grid__align_corners_true": "align_corners=True: the convention is align_corners=False",
+        "resize_learned_grid__antialias_not_passed": "antialias is not applied where antialias=True asks for it",
+        "resize_learned_grid__class_token_inside_grid": "the class token is resampled as patch (0, 0)",
+        "resize_learned_grid__column_order_reshape": "the old grid is read column by column",
+        "resize_learned_grid__same_grid_not_short_circuited": "the same grid is resampled instead of copied",
+        "rope_2d__angles_exponent_2i_over_dh": "each half uses the frequencies of a whole head",
+        "rope_2d__angles_pairs_alternate_axes": "the pairs alternate between the axes",
+        "rope_2d__angles_repeated_to_head_dim": "2 times in a row along the pair axis",
+        "rope_2d__angles_rows_columns_swapped": "the column turns the first half of the head and the row the second",
+        "rope_2d__apply_pairs_alternate_axes": "the pairs alternate between the axes",
+        "rope_2d__apply_prefix_tokens_rotated": "the prefix tokens are turned as if they were patches",
+        "rope_2d__apply_rotate_half_layout": "each half is turned in the rotate-half layout",
+        "rope_2d__apply_rows_columns_swapped": "the column turns the first half of the head and the row the second",
+        "sincos_2d_table__exponent_2k_over_dim": "the frequencies use the exponent 2k/dim",
+        "sincos_2d_table__mae_meshgrid_xy_column_first": "the halves are swapped: the column's table comes first",
+        "sincos_2d_table__sin_cos_interleaved": "the sines and cosines are interleaved in each half",
+        "sincos_2d_table__timm_quarter_order": "the quarters are in timm's order",
+        "window_relative_index__key_minus_query": "the index is the key's patch minus the query's",
+        "window_relative_index__multiplier_2wh_minus_1": "the row offset is multiplied by 2Wh - 1",
+        "window_relative_index__multiplier_2ww": "the row offset is multiplied by 2Ww, not 2Ww - 1",
+        "window_relative_index__not_shifted": "the offsets are not shifted",
+        "window_relative_index__shift_by_w_not_w_minus_1": "the offsets are shifted by W, not W - 1",
+        "window_scores__bias_transposed_index": "the bias is transposed",
+        "window_scores__default_scale_one_over_dh": "the default scale is 1 / dh",
+        "window_scores__scale_on_bias_too": "the scale multiplies the bias too",
+        "window_scores__table_index_not_permuted": "bias_table[index] is (N, N, H) and was reshaped to (H, N, N)",
+        # Named by the error model.
+        "resize_learned_grid__half_interpolated_in_half": "`patches` where the reference has `patches.float()`",
+        "resize_learned_grid__mode_not_validated": "no check `if mode not in MODES: raise ...`",
+        "resize_learned_grid__not_rounded_back": "the result cast to float32",
+        # Named from the outcomes' form.
+        "rope_2d__apply_modifies_x_in_place": "your function changes `x`",
+        "sincos_2d_table__device_ignored": "a tensor your function makes is on the CPU, not on the inputs' device",
+        "window_scores__q_scaled_in_place": "your function changes `q` in place",
     },
 }
 # BLOOM's form earns the causal tests (the rubric's decision) and fails without the mask.

@@ -485,35 +485,39 @@ def test_a_class_run_in_the_container_gives_every_honest_member_its_own_score(gr
     assert leftovers_of(ran) == ([], [])
 
 
-# --- Every unit in the same container: the third, which borrows the second unit's reference ---------------------
+# --- Every unit in the same container: the third and the fourth, which borrow the second unit's reference --------
 
-THIRD = "long_context"  # BORROWS rotary_alibi's apply_rotary: the bundle gives its reference to every job
+# Each BORROWS rotary_alibi's apply_rotary: the bundle gives its reference to every job. With two of its sample
+# mistakes, the first one named in every test it fails.
+BORROWERS = {"long_context": ("yarn_bounds_swapped", "scores_scale_on_q_and_k"),
+             "vision_positions": ("sincos_columns_first", "window_scale_on_bias")}
 
 
-@pytest.fixture(scope="module")
-def third_unit_graded(image, prairielearn_kit, tmp_path_factory):
-    """The third unit's reference, blank stubs and two of its mistakes graded by Gradescope's run_autograder for
+@pytest.fixture(scope="module", params=sorted(BORROWERS))
+def borrower_graded(request, image, prairielearn_kit, tmp_path_factory):
+    """A borrowing unit's reference, blank stubs and two of its mistakes graded by Gradescope's run_autograder for
     that unit (the same image: a bundle holds every unit, its run_autograder names one) and the reference by
     PrairieLearn's entry point; and the same files graded on the host."""
     from autograder.core import units
 
-    unit = units.get(THIRD)
-    folder = tmp_path_factory.mktemp("third-unit")
+    name_of_unit = request.param
+    unit = units.get(name_of_unit)
+    folder = tmp_path_factory.mktemp(name_of_unit)
     paths = {path.stem: path for path in write_class(folder / "class", unit)}
-    names = ("reference", "blank_stubs", "yarn_bounds_swapped", "scores_scale_on_q_and_k")
-    script = gradescope.run_script(THIRD).encode()
+    names = ("reference", "blank_stubs", *BORROWERS[name_of_unit])
+    script = gradescope.run_script(name_of_unit).encode()
 
     def in_container(name):
         ran = docker_kit.run(image, "bash /tmp/run_autograder; python3 /tmp/leftovers.py",
-                             files={f"/autograder/submission/{THIRD}.py": paths[name].read_bytes(),
+                             files={f"/autograder/submission/{name_of_unit}.py": paths[name].read_bytes(),
                                     "/tmp/run_autograder": script, "/tmp/leftovers.py": LEFTOVERS.encode()},
                              fetch=[RESULTS], timeout=300)
         return name, ran
 
     def on_prairielearn():
         files = {PL_KIT: prairielearn_kit / "serverFilesCourse" / prairielearn.KIT_FOLDER,
-                 f"{PL_ROOT}/tests/{prairielearn.UNIT_FILE}": THIRD.encode(),
-                 f"{PL_ROOT}/student/{THIRD}.py": paths["reference"].read_bytes()}
+                 f"{PL_ROOT}/tests/{prairielearn.UNIT_FILE}": name_of_unit.encode(),
+                 f"{PL_ROOT}/student/{name_of_unit}.py": paths["reference"].read_bytes()}
         ran = docker_kit.run(image, f"{PL_KIT}/run_prairielearn; python3 /tmp/leftovers.py",
                              files={**files, "/tmp/leftovers.py": LEFTOVERS.encode()}, fetch=[PL_RESULTS])
         return "prairielearn", ran
@@ -529,8 +533,8 @@ def third_unit_graded(image, prairielearn_kit, tmp_path_factory):
     return unit, runs, host
 
 
-def test_the_third_unit_gets_the_host_s_scores_on_both_platforms(third_unit_graded):
-    unit, runs, host = third_unit_graded
+def test_a_borrowing_unit_gets_the_host_s_scores_on_both_platforms(borrower_graded):
+    unit, runs, host = borrower_graded
     assert host["reference"].score == unit.rubric.MAX_SCORE and host["blank_stubs"].score == 0
     for name, expected in host.items():
         results = results_of(runs[name])
@@ -538,7 +542,7 @@ def test_the_third_unit_gets_the_host_s_scores_on_both_platforms(third_unit_grad
         scored = {test["name"]: test["score"] for test in results["tests"] if test["name"] in unit.rubric.TEST_BY_ID}
         assert scored == {test.id: test.score for test in expected.tests}, (name, scored)
         assert results["score"] == expected.score and leftovers_of(runs[name]) == ([], [])
-    swapped = {test["name"]: test for test in results_of(runs["yarn_bounds_swapped"])["tests"]}
+    swapped = {test["name"]: test for test in results_of(runs[BORROWERS[unit.name][0]])["tests"]}
     failed = [test for name, test in swapped.items() if test["score"] < test["max_score"]]
     assert failed and all("Likely mistake:" in test["output"] for test in failed), failed
     pl = results_of(runs["prairielearn"], PL_RESULTS)
