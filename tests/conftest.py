@@ -61,7 +61,7 @@ FULL_FILES = {
     # real nbgrader, a real Jupyter kernel, the notebooks end to end
     "test_nbgrader_course.py", "test_nbgrader_second_unit.py", "test_nbgrader_slips.py", "test_nbgrader_wrong_unit.py",
     "test_nbgrader_unit_choice.py", "test_quiet_runs.py", "test_readme_cycle.py", "test_count_routes.py",
-    "test_grader_voice_routes.py", "test_long_context_routes.py", "test_kernel_sandbox.py", "test_kernel_folders.py",
+    "test_grader_voice_routes.py", "test_borrowing_units_routes.py", "test_kernel_sandbox.py", "test_kernel_folders.py",
     "test_figures_clean.py", "test_capstone.py", "test_long_context_capstone.py", "test_a_slip_costs_its_cell.py",
     "test_vision_positions_capstone.py",
     # the platforms' containers (a real Docker daemon)

@@ -22,7 +22,7 @@ MATH_PAGES = ("grading.md", "units/positional_encodings.md", "units/rotary_alibi
 DEMO_COMMAND = ("python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e . "
                 "&& .venv/bin/python -m autograder demo")
 TEST_COMMAND = ('python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e ".[test]" '
-                "&& .venv/bin/python -m pytest --full")
+                '&& .venv/bin/pip install --no-deps "timm>=1.0,<2" && .venv/bin/python -m pytest --full')
 README_MAX_LINES = 120
 
 
