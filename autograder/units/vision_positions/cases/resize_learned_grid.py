@@ -221,8 +221,8 @@ def _mistakes(table, old_grid, new_grid, prefix, mode, antialias):
             "the same grid is resampled instead of copied: interpolation runs in float32, so a float64 table read at "
             "its own grid comes back rounded to float32's precision; where new_grid equals old_grid, return "
             "table.clone().", made()))
-    if table.dtype == torch.float64:  # first: at the same grid the slips of reading the grid give its output too
-        found.insert(0, Mistake(
+    if table.dtype == torch.float64:
+        found.append(Mistake(
             "rows that are only copied are rounded through float32: the interpolation runs in float32, but the "
             "prefix rows, and the whole table when the grid does not change, keep the table's float64 values bit "
             "for bit (table[:prefix_tokens] as it is; table.clone() at the same grid).",
