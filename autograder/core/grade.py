@@ -443,15 +443,21 @@ class Grader:
         self.limits = limits or Limits()
         self.limits.sandboxed = server.tier if server is not None else resolve_sandbox(sandbox)
         self.seed, self.course_secret = seed, course_secret
+        tier = self.limits.sandboxed
+        # Every job is a fork of it. Started first: it imports torch while the hidden cases are built here (the two
+        # take about as long, on two CPUs side by side), and ``ready()`` below waits for it.
+        self.server = server or ForkServer(tier, ready=False)
         self._case_sets, self._case_lock = OrderedDict(), threading.Lock()
-        self.cases, self.plan = self.cases_for(seed)
+        try:
+            self.cases, self.plan = self.cases_for(seed)
+        except BaseException:
+            self.server.close()
+            raise
         self.timing_mode = timing_mode
         self.groups = _control_groups()
-        tier = self.limits.sandboxed
         # RLIMIT_NPROC counts per user (and user namespace): a job's own, but never root, which it ignores.
         self.limits.processes_by_rlimit = self.groups is None and (
             tier == JOB_USERS or (tier == BUBBLEWRAP and os.getuid() != 0))
-        self.server = server or ForkServer(tier, ready=False)  # every job is a fork of it
         self.server.groups = self.groups
         if tier == JOB_USERS:
             # The kit, the platform's secrets, and any copy of the answers elsewhere on the machine (a bundle

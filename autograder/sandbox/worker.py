@@ -1177,8 +1177,30 @@ def _grade_job(job_in, job_out):
     for task in plan["tasks"]:
         if wanted is not None and task["task"] not in wanted:
             continue
-        results = {probe["id"]: run_probe(namespace, probe, chunks, unit) for probe in task["probes"]}
+        probes = task["probes"]
+        if "rename" in task:  # the error model's: every mutant of a job shares the same probes (see _renamed)
+            probes = [_renamed(probe, tuple(task["rename"]), {}) for probe in probes]
+        results = {probe["id"]: run_probe(namespace, probe, chunks, unit) for probe in probes}
         _write_all(job_out, frame(b"R", task["task"].encode() + b"\0" + pack(results)))
+
+
+def _renamed(probe, rename, copies):
+    """``probe`` calling ``rename[1]`` where it calls ``rename[0]``, at any depth (a sequence's calls too; a stand-in's
+    own "name" is left), with tensors of its own: the error model sends one copy of a task's probes for all the
+    mutants of a job (core/mutants.py), and a mutant that changes its input in place, or a gradient that builds up on
+    a trained input, must not reach the next mutant's calls. A tensor the probe holds twice (one input passed to two
+    calls of a sequence) is one tensor in the copy too (``copies``: {id: copy})."""
+    if isinstance(probe, dict):
+        return {key: (rename[1] if key == "name" and value == rename[0] else
+                      value if key == "substitute" else _renamed(value, rename, copies))
+                for key, value in probe.items()}
+    if isinstance(probe, (list, tuple)):
+        return type(probe)(_renamed(item, rename, copies) for item in probe)
+    if isinstance(probe, _TENSOR):
+        if id(probe) not in copies:
+            copies[id(probe)] = _TB.clone(probe)
+        return copies[id(probe)]
+    return probe
 
 
 def _serve_job(job_in, job_out):
