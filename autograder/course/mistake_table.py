@@ -144,9 +144,11 @@ def table(unit, calls):
                     continue  # right at these inputs: it explains nothing here
                 # Two mistakes may share their words (made through a helper's stand-in, or computed in place)
                 listed.setdefault(mistake.explain, []).append(_stored(output))
+            # The tolerances, where outputs are listed to be compared under them: a call that lists none (one on the
+            # meta device, whose tolerance per entry has no values to read) keeps None.
             entries.append({"function": name, "arguments": arguments, "label": call_label(name, args, kwargs),
-                            "atol": _tolerance(getattr(check, "atol", 0.0)),
-                            "rtol": _tolerance(getattr(check, "rtol", 0.0)),
+                            "atol": _tolerance(getattr(check, "atol", 0.0)) if listed else None,
+                            "rtol": _tolerance(getattr(check, "rtol", 0.0)) if listed else None,
                             "mistakes": [[words, outputs] for words, outputs in listed.items()]})
         if any(entry["mistakes"] for entry in entries):
             found[check_id] = entries

@@ -280,7 +280,8 @@ def _watched(function):
 # known_mistakes.json holds, for each call these checks make of your functions, what each of the grade's known
 # mistakes of that task returns on the call's inputs (never the inputs of the grade's own cases, never the code
 # of an answer): {check: [{"function", "arguments" (a fingerprint), "label", "atol", "rtol", "mistakes": [[words,
-# [output, ...]]]}]}. A mistake whose output is the right one on a call is not listed there.
+# [output, ...]]]}]}. A mistake whose output is the right one on a call is not listed there; a call that lists none
+# keeps no tolerances (None).
 
 MISTAKE_HEADING = "the grade's name for this mistake"
 MISTAKES_FILE = HERE / "known_mistakes.json"

@@ -92,6 +92,17 @@ def test_resize_learned_grid_gives_prefix_plus_new_patches_rows_and_leaves_the_t
     assert torch.equal(table, before), "the table was changed in place: build the result in a new tensor"
 
 
+def test_resize_learned_grid_stays_on_the_table_s_device():
+    # The meta device holds no values and needs no GPU, and refuses to be mixed with the CPU, as CUDA does.
+    table = torch.empty(1 + 3 * 3, 8, device="meta")
+    got = resize_learned_grid(table, (3, 3), (5, 4))
+    assert isinstance(got, torch.Tensor) and got.device.type == "meta" and tuple(got.shape) == (1 + 5 * 4, 8) \
+        and got.dtype == torch.float32, \
+        (f"expected a (21, 8) float32 table on the meta device, got {getattr(got, 'dtype', type(got).__name__)} "
+         f"{tuple(getattr(got, 'shape', ()))} on {getattr(got, 'device', None)}: make every new tensor on "
+         "table.device")
+
+
 def test_resize_learned_grid_matches_the_worked_example():
     got = resize_learned_grid(torch.tensor([[0.0], [1.0]]), (1, 2), (1, 4), prefix_tokens=0, mode="bilinear")
     assert_close(got, torch.tensor([[0.0], [0.25], [0.75], [1.0]]), what="resize_learned_grid([[0.], [1.]], (1, 2), "

@@ -42,6 +42,15 @@ def test_window_scores_have_shape_windows_heads_patches_patches():
          f"{getattr(got, 'dtype', type(got).__name__)} {tuple(getattr(got, 'shape', ()))}")
 
 
+def test_window_scores_stay_on_the_inputs_device():
+    # The meta device holds no values and needs no GPU, and refuses to be mixed with the CPU, as CUDA does.
+    q, k, table = (tensor.to("meta") for tensor in _inputs(2, 3, 2, 3, 4))
+    got = window_scores(q, k, table, 2, 3)
+    assert isinstance(got, torch.Tensor) and got.device.type == "meta" and tuple(got.shape) == (2, 3, 6, 6), \
+        (f"expected scores of shape (2, 3, 6, 6) on the meta device, got {tuple(getattr(got, 'shape', ()))} on "
+         f"{getattr(got, 'device', None)}: make every new tensor (the index, say) on q.device")
+
+
 def test_window_scores_match_the_worked_example():
     q, k = torch.tensor([[[[1.0], [2.0]]]]), torch.tensor([[[[1.0], [1.0]]]])
     got = window_scores(q, k, torch.tensor([[0.0], [0.5], [1.0]]), 1, 2, scale=1.0)
