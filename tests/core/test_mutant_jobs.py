@@ -13,8 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 from autograder.core import mutants, units
 from autograder.core.cases import build_cases
-from autograder.core.grade import Grader
 from autograder.sandbox.server import serialize_plan
+from conftest import correctness_grader
 
 UNIT = units.get("positional_encodings")
 TASK, FUNCTION = "shaw", "shaw_scores"
@@ -52,9 +52,7 @@ def _mutant(number, kind):
 
 @pytest.fixture(scope="module")
 def grader():
-    grader = Grader(UNIT, sandbox="auto", timing_mode="give")
-    yield grader
-    grader.close()
+    yield from correctness_grader(UNIT)  # the timing tier has tests of its own
 
 
 @pytest.fixture(scope="module")
