@@ -32,8 +32,11 @@ def test_dynamic_ntk_inverse_frequencies_are_unscaled_up_to_the_trained_length(l
                  rtol=1e-5, atol=0.0, hint="s = max(1, ...): up to the trained length nothing is scaled.")
 
 
-@pytest.mark.parametrize("kwargs", [{"factor": 0.5}, {"factor": math.nan}, {"length": 0}, {"trained_length": 0}])
+@pytest.mark.parametrize("kwargs", [{"factor": 0.5}, {"factor": math.nan}, {"length": 0}, {"trained_length": 0},
+                                    # invalid at any length, the short ones (no scaling there) included
+                                    {"head_dim": 15, "length": 100}, {"head_dim": 2, "length": 100},
+                                    {"base": 1.0, "length": 100}])
 def test_dynamic_ntk_inverse_frequencies_reject_what_the_docstring_calls_invalid(kwargs):
-    call = {"length": 4096, "trained_length": 2048, "factor": 2.0} | kwargs
+    call = {"head_dim": 16, "length": 4096, "trained_length": 2048, "factor": 2.0} | kwargs
     with pytest.raises(ValueError):
-        dynamic_ntk_inverse_frequencies(16, **call)
+        dynamic_ntk_inverse_frequencies(call.pop("head_dim"), **call)

@@ -38,7 +38,9 @@ def test_llama3_inverse_frequencies_use_every_setting_passed():
 
 
 @pytest.mark.parametrize("kwargs", [{"factor": 0.5}, {"low_freq_factor": 4.0, "high_freq_factor": 1.0},
-                                    {"low_freq_factor": 0.0}, {"trained_length": 0}])
+                                    {"low_freq_factor": 2.0, "high_freq_factor": 2.0}, {"low_freq_factor": 0.0},
+                                    {"trained_length": 0}, {"head_dim": 0}, {"head_dim": -4}, {"head_dim": 63}])
 def test_llama3_inverse_frequencies_reject_what_the_docstring_calls_invalid(kwargs):
+    call = {"head_dim": 64} | kwargs
     with pytest.raises(ValueError):
-        llama3_inverse_frequencies(64, **kwargs)
+        llama3_inverse_frequencies(call.pop("head_dim"), **call)

@@ -38,8 +38,9 @@ def test_ntk_inverse_frequencies_at_factor_1_are_rope_s_own():
                  hint="factor 1 leaves the base as it is; and the base argument must be used.")
 
 
-@pytest.mark.parametrize("head_dim, base, factor", [(7, 10000.0, 2.0), (2, 10000.0, 2.0), (16, 1.0, 2.0),
-                                                    (16, 10000.0, 0.5), (16, 10000.0, math.inf),
+@pytest.mark.parametrize("head_dim, base, factor", [(7, 10000.0, 2.0), (2, 10000.0, 2.0), (0, 10000.0, 2.0),
+                                                    (-4, 10000.0, 2.0), (16, 1.0, 2.0), (16, math.inf, 2.0),
+                                                    (16, math.nan, 2.0), (16, 10000.0, 0.5), (16, 10000.0, math.inf),
                                                     (16, 10000.0, math.nan)])
 def test_ntk_inverse_frequencies_reject_what_the_docstring_calls_invalid(head_dim, base, factor):
     with pytest.raises(ValueError):

@@ -13,7 +13,9 @@ def test_yarn_attention_scale_is_a_python_float():
 
 
 @pytest.mark.parametrize("factor, mscale, expected", [(4.0, 1.0, 1.2964770), (16.0, 1.0, 1.6313902), (1.0, 1.0, 1.0),
-                                                      (40.0, 0.707, (0.0707 * math.log(40.0) + 1) ** 2)])
+                                                      (40.0, 0.707, (0.0707 * math.log(40.0) + 1) ** 2),
+                                                      # any finite mscale, zero and below included
+                                                      (4.0, 0.0, 1.0), (4.0, -1.0, (1 - 0.1 * math.log(4.0)) ** 2)])
 def test_yarn_attention_scale_matches_the_worked_examples(factor, mscale, expected):
     got = yarn_attention_scale(factor, mscale=mscale)
     assert abs(got - expected) <= 1e-6 * expected, (
@@ -21,7 +23,8 @@ def test_yarn_attention_scale_matches_the_worked_examples(factor, mscale, expect
         "scores is 1/t = (0.1 * mscale * ln(factor) + 1) ** 2: the square of the paper's sqrt(1/t).")
 
 
-@pytest.mark.parametrize("factor, mscale", [(0.5, 1.0), (math.inf, 1.0), (math.nan, 1.0), (4.0, math.nan)])
+@pytest.mark.parametrize("factor, mscale", [(0.5, 1.0), (math.inf, 1.0), (math.nan, 1.0), (4.0, math.nan),
+                                            (4.0, math.inf), (4.0, -math.inf)])
 def test_yarn_attention_scale_rejects_what_the_docstring_calls_invalid(factor, mscale):
     with pytest.raises(ValueError):
         yarn_attention_scale(factor, mscale=mscale)

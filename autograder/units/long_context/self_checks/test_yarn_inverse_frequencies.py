@@ -45,3 +45,22 @@ def test_yarn_inverse_frequencies_reject_what_the_docstring_calls_invalid(kwargs
     call = {"factor": 4.0, "trained_length": 2048} | kwargs
     with pytest.raises(ValueError):
         yarn_inverse_frequencies(16, **call)
+
+
+@pytest.mark.parametrize("truncate", [True, False])
+def test_yarn_inverse_frequencies_take_equal_betas(truncate):
+    # The docstring asks beta_slow <= beta_fast: equal betas are valid (the ramp's two bounds then nearly meet).
+    call = f"yarn_inverse_frequencies(16, factor=4.0, trained_length=2048, beta_fast=8.0, beta_slow=8.0, " \
+           f"truncate={truncate})"
+    try:
+        got = yarn_inverse_frequencies(16, factor=4.0, trained_length=2048, beta_fast=8.0, beta_slow=8.0,
+                                       truncate=truncate)
+    except ValueError as error:
+        pytest.fail(f"{call} raised ValueError ({error}): the docstring allows beta_slow equal to beta_fast")
+    plain = 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16)
+    assert isinstance(got, torch.Tensor) and got.shape == (8,) and bool(torch.isfinite(got).all()), \
+        f"{call} should give 8 finite frequencies, got {got!r}"
+    got = got.double()
+    assert bool((got <= plain * (1 + 1e-6)).all() and (got >= plain / 4 * (1 - 1e-6)).all()), \
+        (f"{call}: each frequency should lie between theta_i / factor and theta_i (a blend of the two), got "
+         f"{got.tolist()} against theta_i = {plain.tolist()}")
