@@ -24,6 +24,15 @@ def test_dynamic_ntk_inverse_frequencies_match_the_worked_example_past_the_train
                  hint="s = 2 * 4096 / 2048 - (2 - 1) = 3; base' = 10000 * 3 ** (4 / 2) = 90000.")
 
 
+def test_dynamic_ntk_inverse_frequencies_scale_between_whole_multiples_of_the_trained_length():
+    assert_close(dynamic_ntk_inverse_frequencies(16, length=3000, trained_length=2048, factor=2.0),
+                 torch.tensor([1.0, 0.2878831, 0.08287667, 0.02385879, 0.006868542, 0.001977337, 0.0005692419,
+                               0.0001638751]),
+                 what="dynamic_ntk_inverse_frequencies(16, length=3000, trained_length=2048, factor=2.0)", rtol=1e-5,
+                 atol=0.0, hint="s = 2 * 3000 / 2048 - (2 - 1) = 1.9296875, a fraction: length / trained_length is a "
+                                "true division, not a whole number of trained lengths.")
+
+
 @pytest.mark.parametrize("length", [1, 1000, 1800, 2048])
 def test_dynamic_ntk_inverse_frequencies_are_unscaled_up_to_the_trained_length(length):
     plain = (10000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float64) / 8)).float()

@@ -22,6 +22,15 @@ def test_yarn_inverse_frequencies_match_the_worked_example():
                       "ramp over pairs 0..3 is [0, 0, 0.5, 1]: keep theta, blend, then theta / factor.")
 
 
+def test_yarn_inverse_frequencies_clamp_the_ramp_at_pair_0_for_a_short_trained_length():
+    assert_close(yarn_inverse_frequencies(16, factor=4.0, trained_length=64),
+                 torch.tensor([1.0, 0.2371708, 0.05, 0.007905694, 0.0025, 0.0007905694, 0.00025, 7.905694e-05]),
+                 what="yarn_inverse_frequencies(16, factor=4.0, trained_length=64)", rtol=1e-5, atol=0.0,
+                 hint="pair(32) = 16 ln(64 / (2 pi 32)) / (2 ln 10000) = -0.994 and pair(1) = 2.016: low = "
+                      "max(floor(-0.994), 0) = 0 and high = ceil(2.016) = 3, so the ramp over pairs 0..3 is "
+                      "[0, 1/3, 2/3, 1]: pair 0 keeps its frequency, pair 1 is 0.31623 * (2/3 + 1/12).")
+
+
 def test_yarn_inverse_frequencies_keep_the_fast_pairs_and_interpolate_the_slow_ones():
     plain = 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)
     got = yarn_inverse_frequencies(64, factor=8.0, trained_length=4096).double()
