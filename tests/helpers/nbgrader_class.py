@@ -11,6 +11,7 @@ which nbgrader does not promise to take from two writers.)
 
 import csv
 import json
+import math
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +46,15 @@ class GradedClass:
         with Gradebook(f"sqlite:///{self.homes[student] / 'gradebook.db'}") as gradebook:
             notebook = gradebook.find_submission_notebook(self.assignment, Path(self.notebook).stem, student)
             return {grade.name: grade.score for grade in notebook.grades}
+
+    def disagreements(self, student, result):
+        """[(test id, the gradebook's score, the command line's)] where ``student``'s gradebook differs from ``result``
+        (the kit's own grading of the same submission), the timing tier's tests aside: they are timed in nbgrader's
+        own run, against its own clock, a ratio, not the same number."""
+        scores = self.scores(student)
+        return [(test.id, scores.get(test.id), test.score) for test in result.tests if test.task != "timing"
+                and (scores.get(test.id) is None or not math.isclose(scores[test.id], test.score, rel_tol=1e-6,
+                                                                     abs_tol=1e-12))]
 
     def grade_cells(self):
         """{grade cell: its points} of the assignment in the gradebook."""

@@ -105,11 +105,7 @@ def test_the_release_of_the_second_unit_holds_its_notebook_its_checks_and_no_ans
 def test_the_gradebook_of_the_second_unit_agrees_with_the_command_line_test_for_test(course):
     graded, _, students, cli, _ = course
     for student in students:
-        book = graded.scores(student)
-        for test in cli[student].tests:
-            if test.task == "timing":
-                continue  # timed in nbgrader's own run, against its own clock: a ratio, not the same number
-            assert book[test.id] == pytest.approx(test.score), (student, test.id, test.output)
+        assert not graded.disagreements(student, cli[student]), (student, graded.disagreements(student, cli[student]))
     assert sum(graded.scores("reference").values()) == UNIT.rubric.MAX_SCORE
     assert sum(graded.scores("blank").values()) == 0
 
