@@ -58,7 +58,7 @@ def test_yarn_inverse_frequencies_reject_what_the_docstring_calls_invalid(kwargs
 
 @pytest.mark.parametrize("truncate", [True, False])
 def test_yarn_inverse_frequencies_take_equal_betas(truncate):
-    # The docstring asks beta_slow <= beta_fast: equal betas are valid (the ramp's two bounds then nearly meet).
+    # The docstring asks beta_slow <= beta_fast: equal betas are valid, and the ramp becomes a step at one pair.
     call = f"yarn_inverse_frequencies(16, factor=4.0, trained_length=2048, beta_fast=8.0, beta_slow=8.0, " \
            f"truncate={truncate})"
     try:
@@ -66,10 +66,9 @@ def test_yarn_inverse_frequencies_take_equal_betas(truncate):
                                        truncate=truncate)
     except ValueError as error:
         pytest.fail(f"{call} raised ValueError ({error}): the docstring allows beta_slow equal to beta_fast")
-    plain = 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16)
-    assert isinstance(got, torch.Tensor) and got.shape == (8,) and bool(torch.isfinite(got).all()), \
-        f"{call} should give 8 finite frequencies, got {got!r}"
-    got = got.double()
-    assert bool((got <= plain * (1 + 1e-6)).all() and (got >= plain / 4 * (1 - 1e-6)).all()), \
-        (f"{call}: each frequency should lie between theta_i / factor and theta_i (a blend of the two), got "
-         f"{got.tolist()} against theta_i = {plain.tolist()}")
+    assert_close(got, torch.tensor([1.0, 0.31622776, 0.1, 0.031622776, 0.0025, 0.00079056942, 0.00025,
+                                    7.9056942e-05]),
+                 what=call, rtol=1e-5, atol=0.0,
+                 hint="both bounds come from beta = 8: pair(8) = 16 ln(2048 / (2 pi 8)) / (2 ln 10000) = 3.220. "
+                      "Truncated, low = 3 and high = 4; not truncated, low = high = 3.220 and the guard keeps them "
+                      "apart. Either way pairs 0..3 keep theta_i = 10000^(-i/8) and pairs 4..7 are theta_i / 4.")
