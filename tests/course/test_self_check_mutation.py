@@ -40,16 +40,6 @@ def _blind(kind):
 KNOWN_MISTAKES = ([(f"sample:{m.name}", "positional_encodings", m.task, m) for m in MISTAKES]
                   + [(f"{unit}:{path.stem}", unit, path.stem.split("__")[0], path) for unit, path in _blind("mistakes")])
 ALTERNATIVES = [(f"{unit}:{path.stem}", unit, path.stem.split("__")[0], path) for unit, path in _blind("alternatives")]
-# The third unit's self-checks let these mistakes of its blind set through: YaRN's upper bound clamped at the last pair
-# (it shows only where pair(beta_slow) passes dh/2 - 1), and the guard left out for bounds that meet on a whole pair
-# (it shows only where they meet exactly). When this test first ran every unit (2026-12-07) they let 13 through; the
-# self-checks added then (invalid and valid arguments, dynamic NTK between whole multiples of the trained length,
-# YaRN's bounds at a short trained length) catch the other 11. Strict: a self-check that starts catching one fails
-# this list, so that it is taken off. The grade catches and charges both (tests/units/test_blind_sets.py).
-SELF_CHECKS_MISS = {f"long_context:{stem}" for stem in (
-    "yarn_inverse_frequencies__high_clamped_at_last_pair", "yarn_inverse_frequencies__no_guard_for_equal_bounds")}
-
-
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory, reference_text, second_unit):  # noqa: F811
     """{id: pytest's run}: each submission's own task's self-checks, and each unit's whole set on its reference."""
@@ -100,9 +90,7 @@ def test_a_correct_formulation_passes_its_tasks_self_checks(checked, name, unit,
     assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-3000:]
 
 
-@pytest.mark.parametrize("name, unit, task, source", [
-    pytest.param(*case, id=case[0], marks=[pytest.mark.xfail(strict=True, reason="the unit's self-checks miss it")]
-                 if case[0] in SELF_CHECKS_MISS else []) for case in KNOWN_MISTAKES])
+@pytest.mark.parametrize("name, unit, task, source", [pytest.param(*case, id=case[0]) for case in KNOWN_MISTAKES])
 def test_a_known_mistake_fails_its_tasks_self_checks(checked, name, unit, task, source):
     run = checked[name]
     assert run.returncode == 1 and " failed" in run.stdout, \

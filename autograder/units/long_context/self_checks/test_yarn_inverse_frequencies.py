@@ -31,6 +31,24 @@ def test_yarn_inverse_frequencies_clamp_the_ramp_at_pair_0_for_a_short_trained_l
                       "[0, 1/3, 2/3, 1]: pair 0 keeps its frequency, pair 1 is 0.31623 * (2/3 + 1/12).")
 
 
+def test_yarn_inverse_frequencies_clamp_high_at_dh_minus_1_for_a_long_trained_length():
+    assert_close(yarn_inverse_frequencies(8, factor=4.0, trained_length=8192),
+                 torch.tensor([1.0, 0.1, 0.0075, 0.0005]),
+                 what="yarn_inverse_frequencies(8, factor=4.0, trained_length=8192)", rtol=1e-5, atol=0.0,
+                 hint="pair(32) = 8 ln(8192 / (2 pi 32)) / (2 ln 10000) = 1.610 and pair(1) = 3.115: low = 1 and "
+                      "high = min(ceil(3.115), dh - 1) = 4 (clamped at dh - 1 = 7, not at the last pair dh/2 - 1 = 3), "
+                      "so the ramp over pairs 0..3 is [0, 0, 1/3, 2/3]: pair 3 is 0.001 * (1/3 + 2/3 / 4).")
+
+
+def test_yarn_inverse_frequencies_make_a_step_where_the_bounds_meet():
+    assert_close(yarn_inverse_frequencies(8, factor=4.0, trained_length=6),
+                 torch.tensor([1.0, 0.025, 0.0025, 0.00025]),
+                 what="yarn_inverse_frequencies(8, factor=4.0, trained_length=6)", rtol=1e-5, atol=0.0,
+                 hint="pair(32) = -1.525 and pair(1) = -0.020: low = max(floor(-1.525), 0) = 0 and high = "
+                      "ceil(-0.020) = 0. Bounds that meet get high = low + 0.001, so the ramp is a step, [0, 1, 1, 1]: "
+                      "pair 0 keeps theta_0 = 1, where (0 - 0) / (0 - 0) would give NaN.")
+
+
 def test_yarn_inverse_frequencies_keep_the_fast_pairs_and_interpolate_the_slow_ones():
     plain = 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)
     got = yarn_inverse_frequencies(64, factor=8.0, trained_length=4096).double()
