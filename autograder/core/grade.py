@@ -607,7 +607,8 @@ class Grader:
             if task not in handed_out and task not in outcome.failures:
                 with self.machine.shared():
                     scored = self._named_by_model(seed, task, cases[task], outcome.results.get(task, {}), scored,
-                                                  verdicts)
+                                                  verdicts, lambda what, error: incidents.append(
+                                                      grader_fault(name, what, error)[1]))
             if task in handed_out:  # the code another unit hands out finished, handed in as this task's answer
                 scored = [TestResult(test.id, test.task, 0, test.max_score, handed_out[task], kind=voice.HANDED_OUT)
                           for test in scored]
@@ -628,13 +629,15 @@ class Grader:
         result.grader_fault = fault or any(test.grader_fault for test in tests)
         return result
 
-    def _named_by_model(self, seed, task, cases, results, scored, verdicts=None):
+    def _named_by_model(self, seed, task, cases, results, scored, verdicts=None, fault=None):
         """``scored`` with a name in each failing test that names no mistake: the error model's (core/mutants.py:
         the mutants of the task's reference whose outcome is the student's on every case of the task), else a slip
         of form the outcomes show (core/form_slips.py: an input changed in place, a dtype's rule, a meta-only
         failure, a refusal). A declared
         mistake, where one is named, stays the name; the points are the same either way. ``verdicts``: what
-        score_tests found of each case it checked ({case id: (Verdict or None, message)}), not checked again."""
+        score_tests found of each case it checked ({case id: (Verdict or None, message)}), not checked again.
+        ``fault(what, error)``: told of an exception of the model's or of form_slips' own. A name only adds words, so
+        the rows stand as scored and the student reads nothing of it; the instructor's log gets the incident."""
         # NotImplementedError is the stub's, unless the task's other calls ran: torch raises it too (copying out
         # of a meta tensor).
         stub = all(_stubbed(outcome) for outcome in results.values() if isinstance(outcome, dict))
@@ -658,14 +661,18 @@ class Grader:
         if self.model is not None:  # None: a grader made without the model (benchmarks/error_model.py)
             try:  # the edit of the reference's line, where one gives the student's outputs
                 words = self.model.explain(seed, task, cases, probed, passes)
-            except Exception:  # the names only add words: without them, the row stands as scored
+            except Exception as error:  # the names only add words: without them, the row stands as scored
                 words = ()
+                if fault is not None:
+                    fault(f"The error model failed while naming the mistake of task {task} (no points changed)", error)
             said = mutants.likely_line(words) if words else None
         if said is None:  # else a slip of form the outcomes show outright (core/form_slips.py)
             try:
                 said = form_slips.explain(cases, probed, {test.id for test in unnamed}, self._parameters(task), passes)
-            except Exception:
+            except Exception as error:
                 said = None
+                if fault is not None:
+                    fault(f"form_slips failed while naming the mistake of task {task} (no points changed)", error)
         if said is None:
             return scored
         return [dataclasses.replace(test, output=f"{test.output}\nLikely mistake: {said}",
