@@ -629,7 +629,7 @@ class Grader:
         result.grader_fault = fault or any(test.grader_fault for test in tests)
         return result
 
-    def _named_by_model(self, seed, task, cases, results, scored, verdicts=None, fault=None):
+    def _named_by_model(self, seed, task, cases, results, scored, verdicts, fault):
         """``scored`` with a name in each failing test that names no mistake: the error model's (core/mutants.py:
         the mutants of the task's reference whose outcome is the student's on every case of the task), else a slip
         of form the outcomes show (core/form_slips.py: an input changed in place, a dtype's rule, a meta-only
@@ -643,7 +643,6 @@ class Grader:
         stub = all(_stubbed(outcome) for outcome in results.values() if isinstance(outcome, dict))
         kinds = (voice.WRONG, voice.RAISED) + (() if stub else (voice.NOT_IMPLEMENTED,))
         # A test that fails only for the test it needs (its own cases pass) is not explained again here.
-        verdicts = verdicts or {}
         probed = _named_as_probed(results, cases)  # as score_tests read them
         # Each case's check runs once in a grading, whoever asks (score_tests, the model, form_slips).
         passes = mutants.student_verdicts(probed, verdicts)
@@ -663,16 +662,14 @@ class Grader:
                 words = self.model.explain(seed, task, cases, probed, passes)
             except Exception as error:  # the names only add words: without them, the row stands as scored
                 words = ()
-                if fault is not None:
-                    fault(f"The error model failed while naming the mistake of task {task} (no points changed)", error)
+                fault(f"The error model failed while naming the mistake of task {task} (no points changed)", error)
             said = mutants.likely_line(words) if words else None
         if said is None:  # else a slip of form the outcomes show outright (core/form_slips.py)
             try:
                 said = form_slips.explain(cases, probed, {test.id for test in unnamed}, self._parameters(task), passes)
             except Exception as error:
                 said = None
-                if fault is not None:
-                    fault(f"form_slips failed while naming the mistake of task {task} (no points changed)", error)
+                fault(f"form_slips failed while naming the mistake of task {task} (no points changed)", error)
         if said is None:
             return scored
         return [dataclasses.replace(test, output=f"{test.output}\nLikely mistake: {said}",

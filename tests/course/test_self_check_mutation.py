@@ -40,6 +40,8 @@ def _blind(kind):
 KNOWN_MISTAKES = ([(f"sample:{m.name}", "positional_encodings", m.task, m) for m in MISTAKES]
                   + [(f"{unit}:{path.stem}", unit, path.stem.split("__")[0], path) for unit, path in _blind("mistakes")])
 ALTERNATIVES = [(f"{unit}:{path.stem}", unit, path.stem.split("__")[0], path) for unit, path in _blind("alternatives")]
+
+
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory, reference_text, second_unit):  # noqa: F811
     """{id: pytest's run}: each submission's own task's self-checks, and each unit's whole set on its reference."""
@@ -90,7 +92,7 @@ def test_a_correct_formulation_passes_its_tasks_self_checks(checked, name, unit,
     assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-3000:]
 
 
-@pytest.mark.parametrize("name, unit, task, source", [pytest.param(*case, id=case[0]) for case in KNOWN_MISTAKES])
+@pytest.mark.parametrize("name, unit, task, source", KNOWN_MISTAKES, ids=[case[0] for case in KNOWN_MISTAKES])
 def test_a_known_mistake_fails_its_tasks_self_checks(checked, name, unit, task, source):
     run = checked[name]
     assert run.returncode == 1 and " failed" in run.stdout, \
