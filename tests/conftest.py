@@ -75,7 +75,7 @@ FULL_FILES = {
     # the held-in blind sets, the error model's mutants, the self-checks' mutation and naming runs
     "test_blind_sets.py", "test_error_model.py", "test_unlisted_mistakes.py", "test_self_check_mutation.py",
     "test_self_checks_name_mistakes.py", "test_one_mistake_one_charge.py", "test_one_charge_at_every_seed.py",
-    "test_rotary_alibi_alternatives_agree.py",
+    "test_rotary_alibi_alternatives_agree.py", "test_naming_faults.py",
     "test_alternative_formulations.py", "test_sample_class.py",
     # many submissions graded through the sandbox, one by one (the grader's own properties, end to end)
     "test_grader_voice.py", "test_form_slips.py", "test_self_checks.py", "test_class_grading.py",

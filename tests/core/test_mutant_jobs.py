@@ -7,12 +7,11 @@ of the first unit's Shaw task on its 38 cases were 51 MB to write, send and read
 """
 
 import random
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from autograder.core import form_slips, mutants, units
+from autograder.core import mutants, units
 from autograder.core.cases import build_cases
 from autograder.sandbox.server import serialize_plan
 from conftest import correctness_grader
@@ -106,43 +105,3 @@ def test_the_plan_holds_the_cases_once_whatever_the_number_of_mutants(grader, ca
     # The task's probes as the correctness plan sends them: a mutant's copy of them would add this much per mutant.
     per_copy = len(serialize_plan({TASK: cases}).data)
     assert many - one < 199 * per_copy / 20, (one, many, per_copy)
-
-
-BLIND = Path(__file__).parents[1] / "submissions" / "blind" / UNIT.name / "mistakes"
-
-
-class _Broken:
-    """An error model that fails whenever it is asked for a name."""
-
-    def explain(self, *args, **kwargs):
-        raise RuntimeError("the model broke on purpose")
-
-
-def _broken_slips(*args, **kwargs):
-    raise RuntimeError("form_slips broke on purpose")
-
-
-def test_a_fault_of_the_naming_changes_no_point_and_reaches_the_instructor_s_log_only(grader, reference_text, tmp_path,
-                                                                                       monkeypatch):
-    """A mistake nobody declared, named by the model; then graded again with the model and form_slips failing. The
-    points are the same test for test, the student's rows say nothing of the fault, and each fault is an incident
-    (its traceback for the instructor's log, batch.FAULT_LOG) rather than a silent loss of the name."""
-    path = tmp_path / f"{UNIT.module_name}.py"
-    path.write_text(reference_text + "\n\n" + (BLIND / "shaw__divides_by_scale.py").read_text(), encoding="utf-8")
-    named = grader.grade(path)
-    assert any("Likely mistake" in test.output for test in named.tests if test.task == TASK and not test.passed)
-    assert not named.incidents
-    monkeypatch.setattr(grader, "model", _Broken())
-    monkeypatch.setattr(form_slips, "explain", _broken_slips)
-    broken = grader.grade(path)
-    assert [(test.id, test.score) for test in broken.tests] == [(test.id, test.score) for test in named.tests]
-    assert not broken.grader_fault
-    records = [record for _, record in broken.incidents]
-    assert len(records) == 2, records
-    assert "error model failed" in records[0] and "the model broke on purpose" in records[0], records[0]
-    assert "form_slips failed" in records[1] and "form_slips broke on purpose" in records[1], records[1]
-    for test in broken.tests:
-        assert "broke on purpose" not in test.output and "Traceback" not in test.output, test.output
-        assert not any(incident in test.output for incident, _ in broken.incidents), test.output
-        if test.task == TASK and not test.passed:
-            assert "Likely mistake" not in test.output, test.output
