@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from autograder.core import units
 from autograder.core.cases import Mistake, build_cases, tensor_check
-from autograder.core.compare import mismatch, relation
+from autograder.core.compare import first_wrong, mismatch, relation
 
 INF, NAN = math.inf, math.nan
 
@@ -247,3 +247,30 @@ def test_the_references_own_output_passes_and_matches_no_known_mistake(case_id):
         # Then the reference's output must not match the mistake's either: else it would be "explained" by it.
         assert mismatch(expected, output.to(expected.dtype), atol=check.atol, rtol=check.rtol,
                         check_dtype=False) is not None, (case_id, mistake.explain)
+
+
+# --- first_wrong and mismatch agree ----------------------------------------------------------------------------
+
+_ENTRIES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32), st.sampled_from([0.0, -0.0, 1.0]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(st.lists(_ENTRIES, min_size=n, max_size=n),
+                                                       st.lists(_ENTRIES, min_size=n, max_size=n))),
+       st.sampled_from([torch.float32, torch.float64, torch.int64, torch.bool]),
+       st.sampled_from([0.0, 1e-5, 0.5]), st.sampled_from([0.0, 1e-5, 0.5]), st.booleans())
+def test_first_wrong_finds_an_entry_exactly_where_mismatch_says_the_outputs_differ(entries, dtype, atol, rtol,
+                                                                                   per_entry):
+    """The error model compares hundreds of mutants' outputs with the student's through first_wrong, which says
+    no words (core/mutants.py, ``_same_value``): it must accept exactly what the check's comparison accepts, NaN,
+    infinities, exact dtypes and a per-entry tolerance included."""
+    got, expected = (torch.tensor(values, dtype=torch.float64) for values in entries)
+    if not dtype.is_floating_point:  # whole numbers (or truth values) drawn from the same entries
+        got, expected = (torch.nan_to_num(t, nan=0.0, posinf=7.0, neginf=-7.0).clamp(-100, 100).round().to(dtype)
+                         for t in (got, expected))
+    else:
+        got, expected = got.to(dtype), expected.to(dtype)
+    tolerance = torch.full(expected.shape, atol, dtype=torch.float64) if per_entry else atol
+    found = first_wrong(got, expected, atol=tolerance, rtol=rtol)
+    said = mismatch(got, expected, atol=tolerance, rtol=rtol)
+    assert (found is None) == (said is None), (got, expected, found, said)

@@ -86,22 +86,30 @@ def marked(text):
     return MARK + _BREAK.sub(lambda match: match.group() + MARK, text)
 
 
-@st.composite
-def student_text(draw, values=()):
-    pieces = []
-    for _ in range(draw(st.integers(0, 6))):
-        choices = [st.sampled_from(PREFIXES), st.sampled_from(MARKUP), st.text(max_size=8)]
-        if values:
-            choices.append(st.sampled_from(values).map(lambda value: f"q=[{value}]"))
-        piece = draw(st.one_of(*choices))
-        if draw(st.booleans()):
-            piece = draw(st.sampled_from(BREAKS)) + draw(st.sampled_from(PREFIXES)) + " " + piece
-        pieces.append(piece)
-    return marked(" ".join(pieces))
+# The strategies are made once for each set of values and drawn from many times: hypothesis checks a strategy it has
+# not seen before (its label, whether it can be empty), which cost more than the drawing itself when every draw made
+# its strategies anew (about two thirds of this file's time).
+@lru_cache(maxsize=None)
+def student_text(values=()):
+    """A strategy: student text (see ``marked``) built of the grader's line prefixes, markup, short drawn text, line
+    breaks, and ``values`` (those of the hidden inputs) as a function that echoes them would print them."""
+    choices = [st.sampled_from(PREFIXES), st.sampled_from(MARKUP), st.text(max_size=8)]
+    if values:
+        choices.append(st.sampled_from(values).map(lambda value: f"q=[{value}]"))
+    piece = st.one_of(*choices)
+    broken = st.tuples(st.sampled_from(BREAKS), st.sampled_from(PREFIXES), piece).map(
+        lambda parts: parts[0] + parts[1] + " " + parts[2])
+    return st.lists(st.one_of(piece, broken), max_size=6).map(lambda pieces: marked(" ".join(pieces)))
+
+
+@lru_cache(maxsize=None)
+def outcomes(values, op="call"):
+    """A strategy: what a job may send back for one case of a probe of ``op`` (see ``_outcomes``)."""
+    return _outcomes(values, op)
 
 
 @st.composite
-def outcomes(draw, values, op="call"):
+def _outcomes(draw, values, op="call"):
     """What a job may send back for one case of a probe of ``op``, in the form the protocol lets through."""
     if op == "sequence":  # calls made one after another (a behaviour contract): each one's outcome, or none sent
         calls = draw(st.lists(outcomes(values, draw(st.sampled_from(["call", "module"]))), min_size=1, max_size=3))
