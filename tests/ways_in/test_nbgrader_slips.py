@@ -3,8 +3,10 @@ point 2): the real nbgrader, the course's config (the kernel under bubblewrap, t
 
 One class per unit, one nbgrader run each: the finished notebook, and for every helper of the unit
 (tests/helpers/slips.py) one notebook per kind of slip in its cell: the release's stub, code that does not compile, a raise
-before the def, no definition, a wrong function. In the gradebook every grade cell but the helper's own task's
-scores as with the stub, and the callers' cells score full. Before the fix, the long_context notebook whose
+before the def, no definition. In the gradebook every grade cell but the helper's own task's scores as with the stub,
+and the callers' cells score full. (A wrong function, one that compiles and is defined, reaches the grader as the
+stub does, a function of the cell's that runs; the command line's tests draw many of them,
+tests/core/test_a_slip_costs_its_cell.py.) Before the fix, the long_context notebook whose
 ntk_inverse_frequencies cell did not compile scored 71 here, as on the command line; with the stub, 87.
 """
 
@@ -21,7 +23,7 @@ from nbgrader_class import autograde_class, shard_courses, submit_class
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="the course's kernel runs under bubblewrap")
 
-KINDS = ("stub", "syntax", "raises_before", "never_defined", "wrong")
+KINDS = ("stub", "syntax", "raises_before", "never_defined")  # the slips that leave a cell without its function
 UNITS = sorted({helper.unit for helper in slips.helpers()})
 
 
@@ -33,7 +35,6 @@ def _slip(helper, kind):
         "syntax": reference.replace("):", ")", 1),
         "raises_before": f"raise RuntimeError('not yet')\n\n\n{reference}",
         "never_defined": "",
-        "wrong": f"def {helper.name}(*args, **kwargs):\n    return None\n",
     }[kind]
 
 
@@ -69,7 +70,7 @@ def test_in_the_gradebook_a_helper_that_cannot_be_used_costs_its_own_task_only(g
                 test = rubric.TEST_BY_ID[test_id]
                 said = (helper.name, kind, test_id)
                 if test.task == helper.task:
-                    assert kind == "wrong" or score == 0, said
+                    assert score == 0, said
                 elif test.task == rubric.TIMING.name:
                     # Timed in nbgrader's run against the clock: a ratio, not the same number twice; timed or not is.
                     assert (score > 0) == (stub[test_id] > 0), said
