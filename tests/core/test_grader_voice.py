@@ -87,8 +87,8 @@ def marked(text):
 
 
 # The strategies are made once for each set of values and drawn from many times: hypothesis checks a strategy it has
-# not seen before (its label, whether it can be empty), which cost more than the drawing itself when every draw made
-# its strategies anew (about two thirds of this file's time).
+# not seen before (its label, whether it can be empty). Made anew at every draw, they were 223 of the 362 s of one of
+# these tests under cProfile; made once, the five tests at 100 draws each took 57 s against 85 s.
 @lru_cache(maxsize=None)
 def student_text(values=()):
     """A strategy: student text (see ``marked``) built of the grader's line prefixes, markup, short drawn text, line
