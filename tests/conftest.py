@@ -7,13 +7,24 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
+# Torch in the test processes runs on one thread, as it does in the grader's jobs. pyproject's -n 2 starts two
+# workers on the course machines' two CPUs; with torch's default (a thread per CPU) each worker's own tensor work
+# (cases, references, drawn inputs) and the commands it starts (nbgrader, kernels, the command line, which inherit
+# this) ran four threads on two CPUs, and the quick tier took 126 s against 97 s on one thread (benchmarks/RESULTS.md,
+# tenth session). Set before torch is imported; an OMP_NUM_THREADS given by the caller is kept. What a grade says
+# does not depend on it: the jobs set their own (sandbox/server.py, child_environment).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from autograder.core import units
-from autograder.course.build import make_stub, strip_markers, student_folder
-from autograder.course.notebook import notebook_name, source_folder
-from autograder.core.grade import Grader
-from autograder.sandbox.server import Limits
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from autograder.core import units  # noqa: E402
+from autograder.course.build import make_stub, strip_markers, student_folder  # noqa: E402
+from autograder.course.notebook import notebook_name, source_folder  # noqa: E402
+from autograder.core.grade import Grader  # noqa: E402
+from autograder.sandbox.server import Limits  # noqa: E402
+
+torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))  # where torch was imported before this file
 
 HERE = Path(__file__).parent
 # The tests sit in folders by subject (core, sandbox, intake, units/<unit>, ways_in, course, benchmarks), their

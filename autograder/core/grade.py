@@ -421,6 +421,25 @@ def _control_groups():
         return None
 
 
+GRADER_THREADS = 1  # torch's threads in the grading process itself (its jobs set their own: server.child_environment)
+
+
+def grading_process_threads():
+    """Torch in this process on GRADER_THREADS thread: called by the commands that grade (the command line, the
+    platforms' entry points, nbgrader's TrustedGrades) before their grader starts; a Grader made in a program of
+    one's own leaves that program's threads alone.
+
+    The grader's own tensor work is small (building the hidden cases, comparing outputs): the CPUs are its jobs'.
+    With torch's default of a thread per CPU, that work ran beside the jobs on more threads than there are CPUs; in
+    Gradescope's default container of half a CPU, the grader's start took 7.8 s against 6.5 s on one thread
+    (benchmarks/RESULTS.md, issue 38's tenth session). No verdict depends on it: the jobs, whose work is timed and
+    compared, have one thread each whatever this process has.
+    """
+    import torch
+
+    torch.set_num_threads(GRADER_THREADS)
+
+
 class Grader:
     """Grades one unit's submissions with one set of hidden cases; ``timing`` is what to do without a GPU."""
 

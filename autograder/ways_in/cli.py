@@ -83,9 +83,11 @@ def _grade(paths, args, show_feedback, sandbox, unit, skipped=()):
     server = ForkServer(resolve_sandbox(sandbox), ready=False)
     from autograder.core import report
     from autograder.ways_in.batch import Progress, grade_class, unique_names, write_class_files
-    from autograder.core.grade import Grader
+    from autograder.core.grade import Grader, grading_process_threads
 
     from autograder.core import seeds
+
+    grading_process_threads()
 
     out = getattr(args, "out", None)
     if out:  # the results quote the hidden cases: nobody but this user reads them

@@ -261,11 +261,12 @@ class TrustedGrades(_Preprocessor):
     def preprocess(self, nb, resources):
         import nbformat
 
-        from autograder.core.grade import Grader
+        from autograder.core.grade import Grader, grading_process_threads
         from autograder.sandbox.server import Limits
 
         unit = _unit_of(nb, resources.get("nbgrader") or {})
         if unit.name not in TrustedGrades._graders:
+            grading_process_threads()  # nbgrader's own process: torch is the grader's alone here
             from autograder.core import seeds
 
             bounds = Limits(wall_seconds=self.wall_seconds, task_seconds=self.task_seconds)

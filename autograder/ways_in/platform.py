@@ -261,7 +261,7 @@ def grade_upload(submission_dir, unit, secrets=(), platform="Gradescope", studen
     upload's: an upload of another unit's file (by its name, or by what it holds: core/recognize.py) is not graded,
     and the Result says which assignment this is and which file it expects.
     """
-    from autograder.core.grade import Grader
+    from autograder.core.grade import Grader, grading_process_threads
     from autograder.sandbox.server import SandboxMissing
 
     unit = unit_named(unit)
@@ -281,6 +281,7 @@ def grade_upload(submission_dir, unit, secrets=(), platform="Gradescope", studen
     if refusal is not None:
         return refusal, None, "", False
     warning = ""
+    grading_process_threads()
     try:
         grader = Grader(unit, sandbox="required", secrets=secrets, course_secret=course_secret)
     except SandboxMissing as problem:
