@@ -9,8 +9,8 @@ builds one: Debian with Python 3 as root, the zip unpacked into /autograder/sour
 What is shown here, against the host's own grading of the same files (tier A, bubblewrap and cgroups):
 the sample class gets the same scores; every attack of the red-team corpus scores 0 and is contained (no
 ESCAPED in its feedback where the tier holds what the attack tries, nothing of its user left running or
-on disk afterwards), those on the platform's layout through its entry point in a container each, the rest in one
-class run; results.json fits each platform's documented format; and in a container of half a
+on disk afterwards), those on the platform's layout through its entry point in a container each (the five that meet only the
+grader's machinery through Gradescope's alone), the rest in one class run; results.json fits each platform's documented format; and in a container of half a
 CPU (Gradescope's default) the timing verdicts stay the same, run after run.
 """
 
@@ -62,6 +62,13 @@ ON_THE_LAYOUT = ("patched_comparisons", "exit_at_import", "os_exit_at_import", "
                  "floods_output", "detached_daemon", "escape_sequences_in_messages", "forges_the_first_frame",
                  "becomes_root_again", "reads_the_grader_s_memory", "writes_the_results", "runs_a_classmate_s_code",
                  "other_sockets")
+# Of those, the attacks that meet only the grader's machinery, which both entry points reach through the same
+# platform.grade_upload: the comparisons made in the grader's process, its reading of the job's frames, the job user's
+# rights, /proc and the sockets a job may open. They are graded through Gradescope's entry point; PrairieLearn's
+# container grades the rest of ON_THE_LAYOUT (its own files, results file and output).
+GRADER_MACHINERY_ONLY = ("patched_comparisons", "forges_the_first_frame", "becomes_root_again",
+                         "reads_the_grader_s_memory", "other_sockets")
+ON_PRAIRIELEARN = tuple(name for name in ON_THE_LAYOUT if name not in GRADER_MACHINERY_ONLY)
 # The hostile classmates the class run always holds, whatever else it grades: attacks on the other members of a class
 # (a finished classmate's code run, the grader's memory read, forged frames and escape sequences in the class's
 # table). Some are attacks on the layout as well, graded through each entry point too.
@@ -362,7 +369,7 @@ def prairielearn_graded(image, prairielearn_kit, tmp_path_factory):
     folder = tmp_path_factory.mktemp("prairielearn-class")
     files, attacks = sample_class(folder)
     cases = {name: {"positional_encodings.py": text.encode()} for name, text in files.items()  # some of the
-             if name in ONE_BY_ONE or name.removeprefix("attack_") in ON_THE_LAYOUT}  # class, attacks on the layout
+             if name in ONE_BY_ONE or name.removeprefix("attack_") in ON_PRAIRIELEARN}  # class, attacks on its layout
     cases.update({
         "nothing": {},
         "not_a_notebook": {"positional_encodings.ipynb": b'{"cells": [\n'},
@@ -404,7 +411,12 @@ def test_prairielearn_says_not_gradable_with_a_message_for_what_cannot_be_read(p
         assert results["gradable"] is False and said in results["message"], results
 
 
-@pytest.mark.parametrize("name", [f"attack_{name}" for name in ON_THE_LAYOUT] + ["notebook"])
+def test_the_attacks_left_to_gradescope_s_entry_point_are_graded_there():
+    assert set(GRADER_MACHINERY_ONLY) <= set(ON_THE_LAYOUT)
+    assert all(by_run_autograder(f"attack_{name}") for name in GRADER_MACHINERY_ONLY)
+
+
+@pytest.mark.parametrize("name", [f"attack_{name}" for name in ON_PRAIRIELEARN] + ["notebook"])
 def test_prairielearn_contains_every_attack(prairielearn_graded, graded, name):
     _, attacks, _, _ = graded
     results, ran = prairielearn_graded[name]
