@@ -204,6 +204,7 @@ def assert_close(got, expected, *, what="the output", atol=1e-5, rtol=1e-5, chec
     the output relates to the expected one when ``relation`` can tell (``axes``: the axes' names), then
     ``hint``, the convention the check holds the output to, which is no diagnosis and is said as such.
     """
+    __tracebackhide__ = True  # pytest shows the check's line that called this, with the message, not this frame
     message = mismatch(got, expected, what=what, atol=atol, rtol=rtol, check_dtype=check_dtype)
     if message is None:
         return
@@ -219,6 +220,7 @@ def assert_raises(exception, function, *args, hint=None, **kwargs):
 
     A NotImplementedError goes through untouched: the function is not written yet.
     """
+    __tracebackhide__ = True  # (pytest shows the check's line and, below it, the frames of the student's function)
     shown = [repr(arg) for arg in args] + [f"{key}={value!r}" for key, value in kwargs.items()]
     what = f"{getattr(function, '__name__', 'the call')}({', '.join(shown)})"
     likely = f"\nWhy: {hint}" if hint else ""

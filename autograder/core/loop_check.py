@@ -76,6 +76,7 @@ def assert_no_loops(function, inputs=None):
     at every length (over the heads, say) passes, one whose count changes with the length runs over positions and
     fails. Without ``inputs`` any such loop fails: the text alone cannot say what it runs over.
     """
+    __tracebackhide__ = True  # pytest shows the check's line that called this, with the message, not this frame
     name = _bound_name(function)
     sources = _sources_of(function)
     if sources is None:

@@ -134,6 +134,9 @@ def test_the_self_checks_name_a_mistake_as_the_grade_does(runs, unit_name, task,
         f"pytest -k {task} fails but does not say {said!r}:\n{run.stdout[-4000:]}"
     for names in _named(run.stdout):  # no check names a mistake this submission does not make
         assert words in names, (names, run.stdout[-4000:])
+    # The failure points at the check's own line: the comparison helpers' frames in checks.py are hidden from pytest
+    # (__tracebackhide__), which would otherwise show their raise line and parse the long file for each failure.
+    assert "checks.py:" not in run.stdout, run.stdout[-4000:]
 
 
 def _random_draws(value):
