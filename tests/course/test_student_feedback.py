@@ -317,18 +317,11 @@ def test_the_feedback_says_what_nbgrader_s_feedback_says(graded, monkeypatch):
     """TrustedGrades is the step of `nbgrader autograde` that writes each graded cell's output, which nbgrader's
     feedback page shows; run on the same notebook, each cell holds the message of the kit's page for its test."""
     from autograder.core import seeds
-    from autograder.ways_in import nbgrader_bridge
+    from nbgrader_class import trusted_grades
 
     _, out, _, _ = graded
     monkeypatch.delenv(seeds.SECRET_FILE_VARIABLE, raising=False)
-    monkeypatch.setattr(nbgrader_bridge.TrustedGrades, "_graders", {})
-    notebook = _notebook_with_mistakes()
-    try:
-        nbgrader_bridge.TrustedGrades().preprocess(notebook, {"nbgrader": {
-            "student": "notebook_mistakes", "assignment": UNIT.name, "notebook": UNIT.name}})
-    finally:
-        for grader in nbgrader_bridge.TrustedGrades._graders.values():
-            grader.close()
+    notebook = trusted_grades(_notebook_with_mistakes(), UNIT, "notebook_mistakes", monkeypatch)
     in_cells = {}
     for cell in notebook.cells:
         grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id")

@@ -14,8 +14,9 @@ import pytest
 import torch
 
 from autograder.core.grade import GRADER_THREADS, Grader
-from autograder.ways_in import cli, nbgrader_bridge, platform
+from autograder.ways_in import cli, platform
 from conftest import NOTEBOOK, SOURCE, UNIT
+from nbgrader_class import trusted_grades
 
 
 @pytest.fixture
@@ -44,14 +45,7 @@ def test_the_platforms_entry_point_grades_with_torch_on_one_thread(two_threads, 
 
 
 def test_nbgrader_s_trusted_grades_grade_with_torch_on_one_thread(two_threads, monkeypatch):
-    monkeypatch.setattr(nbgrader_bridge.TrustedGrades, "_graders", {})
-    notebook = nbformat.read(SOURCE / NOTEBOOK, as_version=4)
-    try:
-        nbgrader_bridge.TrustedGrades().preprocess(notebook, {"nbgrader": {
-            "student": "threads", "assignment": UNIT.name, "notebook": UNIT.name}})
-    finally:
-        for grader in nbgrader_bridge.TrustedGrades._graders.values():
-            grader.close()
+    trusted_grades(nbformat.read(SOURCE / NOTEBOOK, as_version=4), UNIT, "threads", monkeypatch)
     assert torch.get_num_threads() == 1
 
 
