@@ -358,6 +358,26 @@ def _meta_meaning(message):
         "device asked for, and do any arithmetic on plain numbers in Python.")
 
 
+def computed_on_the_cpu(function, *args, **kwargs):
+    """What the reference's ``function`` returns for a call on the meta device, computed on the CPU: each meta tensor
+    given becomes zeros of its shape and dtype there, and a device "meta" the CPU. A meta case checks the output's
+    shape and dtype (device_check), which are the same on every device.
+
+    Why not on the meta device: torch's first operation there imports torch._dynamo (its decompositions wrap their
+    functions to keep the compiler out), about a second of CPU, and the grader would pay it in every process that
+    grades (a command, an nbgrader run, each Gradescope container) to build its cases. The jobs' server makes that
+    import once, before it forks them, for the student's code on the meta device.
+    """
+    def on_the_cpu(value):
+        if isinstance(value, torch.Tensor):
+            return torch.zeros(value.shape, dtype=value.dtype) if value.is_meta else value
+        if isinstance(value, torch.device) and value.type == "meta" or isinstance(value, str) and value == "meta":
+            return torch.device("cpu")
+        return value
+
+    return function(*map(on_the_cpu, args), **{name: on_the_cpu(value) for name, value in kwargs.items()})
+
+
 def device_check(label, expected_device, expected_shape, expected_dtype, inputs=None):
     """A check that the call returned a tensor on ``expected_device`` (the meta device, say, which holds no data:
     so no values are compared) of ``expected_shape`` and ``expected_dtype``: type, then device, shape, dtype.

@@ -6,13 +6,15 @@ torch.device("meta"). A meta tensor holds no data: the job sends its dtype, shap
 (worker._encode), and core/cases.device_check checks type, then device, then shape, then dtype.
 """
 
+import subprocess
 import sys
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from autograder.core import units
-from autograder.core.cases import Returned, build_cases, device_arg, device_check
+from autograder.core.cases import Returned, build_cases, computed_on_the_cpu, device_arg, device_check
 from autograder.course.build import ROOT
 from autograder.sandbox import protocol
 from solutions import positional_encodings, rotary_alibi
@@ -203,3 +205,33 @@ def test_work_done_on_the_cpu_whatever_the_inputs_are_on_fails_and_says_where(ta
         verdict = case.check(_outcome({**namespace, name: on_the_cpu}, case.probe, unit))
         assert not verdict.passed
         assert "meta" in verdict.message and ("device" in verdict.message), verdict.message
+
+
+# --- the expected shape and dtype, computed on the CPU -----------------------------------------------------------
+
+def test_building_every_unit_s_cases_makes_no_operation_on_the_meta_device():
+    """The grader's own process builds the cases' expected shapes and dtypes on the CPU (cases.computed_on_the_cpu):
+    torch's first operation on the meta device imports torch._dynamo, about a second of CPU in every process that
+    grades. (The reference's output on the meta device is compared with them in the tests above, through the job.)"""
+    code = ("import sys\nfrom autograder.core import units\nfrom autograder.core.cases import build_cases\n"
+            "for unit in units.all_units():\n    build_cases(unit)\nprint(sorted(name for name in sys.modules "
+            "if name.startswith('torch._dynamo'))[:3])")
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip() == "[]", f"building the cases imported {ran.stdout.strip()}"
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 4), max_size=3),
+                          st.sampled_from([torch.float32, torch.float16, torch.float64, torch.int64, torch.bool]),
+                          st.booleans()), max_size=4),
+       st.sampled_from(["meta", torch.device("meta"), "cpu", torch.device("cpu"), "interleaved"]))
+def test_computed_on_the_cpu_gives_meta_tensors_as_zeros_there_and_leaves_the_rest(tensors, device):
+    given = [torch.empty(shape, dtype=dtype, device="meta" if on_meta else "cpu") for shape, dtype, on_meta in tensors]
+    args, kwargs = computed_on_the_cpu(lambda *args, **kwargs: (args, kwargs), *given, device=device, other=device)
+    for before, after in zip(given, args, strict=True):
+        assert after.device.type == "cpu" and after.shape == before.shape and after.dtype == before.dtype
+        assert after is before if not before.is_meta else not after.any()
+    meta = device == "meta" or isinstance(device, torch.device) and device.type == "meta"
+    assert kwargs == {"device": torch.device("cpu"), "other": torch.device("cpu")} if meta \
+        else kwargs == {"device": device, "other": device}

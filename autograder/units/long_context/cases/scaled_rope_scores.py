@@ -26,6 +26,7 @@ import torch
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, passed, raises_check,
                                    score_factors, size_one, tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
                                        dtype_of, score_positions, score_sizes)
 from solutions import long_context as ref
@@ -202,7 +203,7 @@ def _meta_case(test, batch, heads, length_q, length_k, theta):
     # read values from (tests/core/test_hidden_cases_per_student.py compares them).
     kwargs = {"q": q, "k": k, "inverse_frequencies": theta}
     label = call_label(NAME, [], kwargs) + " on the meta device (the frequencies on the CPU)"
-    expected = ref.scaled_rope_scores(q, k, theta)
+    expected = computed_on_the_cpu(ref.scaled_rope_scores, q, k, theta)
     return Case(test, label, call_probe(NAME, [], kwargs),
                 device_check(label, "meta", expected.shape, expected.dtype, inputs=("q", "k")),
                 sizes={"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim})

@@ -25,6 +25,7 @@ import torch
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, passed, score_factors,
                                    size_one, tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
                                        lengths_of)
 from solutions import positional_encodings as ref
@@ -122,7 +123,7 @@ def _meta_case(test, batch, heads, length_q, length_k, head_dim):
     # positional arguments that tools read values from (tests/core/test_hidden_cases_per_student.py compares them).
     kwargs = {"q": q, "k": k, "bias": bias}
     label = call_label(NAME, [], kwargs) + " on the meta device"
-    expected = ref.biased_scores(q, k, bias)
+    expected = computed_on_the_cpu(ref.biased_scores, q, k, bias)
     return Case(test, label, call_probe(NAME, [], kwargs),
                 device_check(label, "meta", expected.shape, expected.dtype, inputs=("q", "k", "bias")),
                 sizes={"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim})

@@ -14,6 +14,7 @@ import torch
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, lengths, passed, score_factors,
                                    size_one, tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, Contract, Factor, contract_cases, dtype_of,
                                        lengths_of)
 from autograder.units.positional_encodings.cases.relative_positions import distances
@@ -196,7 +197,7 @@ def _meta_case(test, batch, heads, length_q, length_k, head_dim, k):
               "rel_k": torch.empty(2 * k + 1, head_dim, device="meta"), "max_relative_position": k}
     label = call_label(NAME, [], kwargs) + " on the meta device"
     substitute = {"name": "clipped_relative_positions", "stand_in": "relative_positions_on_meta", "key": [3, 5, 1]}
-    expected = ref.shaw_scores(**kwargs)
+    expected = computed_on_the_cpu(ref.shaw_scores, **kwargs)
     return Case(test, label, call_probe(NAME, [], kwargs, substitute=substitute),
                 device_check(label, "meta", expected.shape, expected.dtype, inputs=("q", "k", "rel_k")),
                 sizes={"B": batch, "H": heads, "Lq": length_q, "Lk": length_k, "dh": head_dim, "k": k})

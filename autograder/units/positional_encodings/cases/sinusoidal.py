@@ -16,6 +16,7 @@ import torch
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, dtype_arg, passed,
                                    raises_check, tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import Contract, Factor, contract_cases, dtype_of
 from solutions import positional_encodings as ref
 
@@ -102,7 +103,8 @@ def _meta_case(test, num_positions, d_model, dtype=torch.float32):
     if dtype != torch.float32:
         kwargs["dtype"] = dtype_arg(dtype)
     label = call_label(NAME, args, kwargs)
-    expected = ref.sinusoidal_table(num_positions, d_model, dtype=dtype, device=torch.device("meta"))
+    expected = computed_on_the_cpu(ref.sinusoidal_table, num_positions, d_model, dtype=dtype,
+                                   device=torch.device("meta"))
     return Case(test, label, call_probe(NAME, args, kwargs), device_check(label, "meta", expected.shape, expected.dtype),
                 sizes={"num_positions": num_positions, "d_model": d_model})
 

@@ -36,6 +36,7 @@ import torch
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, score_factors, size_one,
                                    tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import (FLOAT_DTYPES, LENGTHS, SCORE_POSITIONS, Contract, Factor, contract_cases,
                                        dtype_of, score_positions, score_sizes)
 from autograder.units.rotary_alibi.cases.apply_rotary import _rotate
@@ -231,7 +232,7 @@ def _meta_case(test, batch, heads, length_q, length_k, head_dim):
     q = torch.empty(batch, heads, length_q, head_dim, device="meta")
     k = torch.empty(batch, heads, length_k, head_dim, device="meta")
     label = call_label(NAME, [q, k]) + " on the meta device"
-    expected = ref.rope_scores(q, k)
+    expected = computed_on_the_cpu(ref.rope_scores, q, k)
     substitute = [{"name": "apply_rotary", "stand_in": "scrambled_rotation", "key": [3, 5, 1]},
                   {"name": "rotary_angles", "stand_in": "scrambled_angles", "key": [3, 5, 1]}]
     return Case(test, label, call_probe(NAME, [q, k], substitute=substitute),

@@ -10,6 +10,7 @@ import torch
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, dtype_arg, passed, raises_check,
                                    tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import Contract, FLOAT_DTYPES, Factor, contract_cases, dtype_of
 from solutions import rotary_alibi as ref
 
@@ -98,7 +99,8 @@ def _meta_case(test, shape, head_dim):
     mistake), and such a function computes float positions' angles directly."""
     kwargs = {"positions": torch.empty(shape, dtype=torch.float32, device="meta"), "head_dim": head_dim}
     label = call_label(NAME, [], kwargs) + " on the meta device"
-    expected = torch.stack(ref.rotary_angles(**kwargs))  # (2, ..., dh/2): the pair as the grader reads it
+    # (2, ..., dh/2): the pair as the grader reads it
+    expected = torch.stack(computed_on_the_cpu(ref.rotary_angles, **kwargs))
     return Case(test, label, call_probe(NAME, [], kwargs, view="pair"),
                 device_check(label + " as (cos, sin), stacked", "meta", expected.shape, expected.dtype,
                              inputs=("positions",)), sizes={"head_dim": head_dim, "head_dim // 2": head_dim // 2})

@@ -8,6 +8,7 @@ import torch
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, raises_check,
                                    tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import rotary_alibi as ref
 
@@ -93,7 +94,7 @@ def _meta_case(test, shape):
     positions to the CPU and back. By keyword: a meta tensor has no values for tools that read positional ones."""
     kwargs = {"positions": torch.empty(shape, dtype=torch.long, device="meta"), "factor": 4.0}
     label = call_label(NAME, [], kwargs) + " on the meta device"
-    expected = ref.scaled_positions(**kwargs)
+    expected = computed_on_the_cpu(ref.scaled_positions, **kwargs)
     return Case(test, label, call_probe(NAME, [], kwargs),
                 device_check(label, "meta", expected.shape, expected.dtype, inputs=("positions",)))
 

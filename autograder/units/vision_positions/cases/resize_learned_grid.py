@@ -72,6 +72,7 @@ import torch.nn.functional as F
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, raises_check,
                                    tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import FLOAT_DTYPES, Contract, Factor, contract_cases, dtype_of
 from solutions import vision_positions as ref
 
@@ -380,7 +381,7 @@ def _meta_case(test, old_grid, new_grid, prefix, dim, dtype):
     table = torch.empty(prefix + old_grid[0] * old_grid[1], dim, dtype=dtype, device="meta")
     args, kwargs = [table, tuple(old_grid), tuple(new_grid)], {"prefix_tokens": prefix}
     label = call_label(NAME, args, kwargs) + " on the meta device"
-    expected = ref.resize_learned_grid(*args, **kwargs)
+    expected = computed_on_the_cpu(ref.resize_learned_grid, *args, **kwargs)
     return Case(test, label, call_probe(NAME, args, kwargs),
                 device_check(label, "meta", expected.shape, expected.dtype, inputs=("table", "old_grid", "new_grid")),
                 sizes={"old_h": old_grid[0], "old_w": old_grid[1], "new_h": new_grid[0], "new_w": new_grid[1],

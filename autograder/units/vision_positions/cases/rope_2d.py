@@ -76,6 +76,7 @@ import torch
 from autograder.core.behaviour import Behaviour
 from autograder.core.cases import (Case, Mistake, Verdict, call_label, call_probe, device_arg, device_check, passed,
                                    raises_check, tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import FLOAT_DTYPES, Contract, Factor, contract_cases, dtype_of
 from solutions import vision_positions as ref
 
@@ -343,7 +344,8 @@ def _angles_meta_case(test, grid_h, grid_w, head_dim):
     (grid_h * grid_w, dh/2) each (a meta tensor has no values to compare)."""
     args, kwargs = [grid_h, grid_w, head_dim], {"device": device_arg("meta")}
     label = call_label(ANGLES, args, kwargs)
-    expected = torch.stack(ref.rope_2d_angles(grid_h, grid_w, head_dim, device=torch.device("meta")))
+    expected = torch.stack(computed_on_the_cpu(ref.rope_2d_angles, grid_h, grid_w, head_dim,
+                                               device=torch.device("meta")))
     return Case(test, label, call_probe(ANGLES, args, kwargs, view="pair"),
                 device_check(label + " as (cos, sin), stacked", "meta", expected.shape, expected.dtype),
                 sizes={"grid_h": grid_h, "grid_w": grid_w, "head_dim": head_dim})
@@ -419,7 +421,7 @@ def _apply_meta_case(test, shape, grid_h, grid_w, prefix):
     x = torch.empty(*shape, device="meta")
     kwargs = {"prefix_tokens": prefix}
     label = call_label(APPLY, [x, grid_h, grid_w], kwargs) + " on the meta device"
-    expected = ref.apply_rope_2d(x, grid_h, grid_w, prefix_tokens=prefix)
+    expected = computed_on_the_cpu(ref.apply_rope_2d, x, grid_h, grid_w, prefix_tokens=prefix)
     return Case(test, label, call_probe(APPLY, [x, grid_h, grid_w], kwargs),
                 device_check(label, "meta", expected.shape, expected.dtype, inputs=("x",)),
                 sizes={"grid_h": grid_h, "grid_w": grid_w, "prefix_tokens": prefix, "dh": shape[-1]})

@@ -50,6 +50,7 @@ import torch
 from autograder.core.behaviour import Behaviour
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, dtype_arg, passed,
                                    raises_check, size_one, tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import FLOAT_DTYPES, Contract, Factor, contract_cases, dtype_of
 from solutions import vision_positions as ref
 
@@ -278,8 +279,8 @@ def _meta_case(test, grid_h, grid_w, dim, prefix_tokens, dtype):
     fails; so does a table built on the CPU and never moved."""
     args, kwargs = _call(grid_h, grid_w, dim, None, prefix_tokens, dtype, "meta", False)
     label = call_label(NAME, args, kwargs)
-    expected = ref.sincos_2d_table(grid_h, grid_w, dim, prefix_tokens=prefix_tokens, dtype=dtype or torch.float32,
-                                   device=torch.device("meta"))
+    expected = computed_on_the_cpu(ref.sincos_2d_table, grid_h, grid_w, dim, prefix_tokens=prefix_tokens,
+                                   dtype=dtype or torch.float32, device=torch.device("meta"))
     check = device_check(label, "meta", expected.shape, expected.dtype)
     return Case(test, label, call_probe(NAME, args, kwargs), check, sizes=_sizes(grid_h, grid_w, dim, prefix_tokens))
 

@@ -43,6 +43,7 @@ import torch
 from autograder.core.behaviour import Behaviour
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_arg, device_check, passed,
                                    raises_check, tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import Contract, Factor, contract_cases
 from solutions import vision_positions as ref
 
@@ -179,7 +180,7 @@ def _meta_case(test, window_h, window_w):
     has no values to compare). An index made on the CPU, or read back with .tolist() or .item(), fails there."""
     args, kwargs = [window_h, window_w], {"device": device_arg("meta")}
     label = call_label(NAME, args, kwargs)
-    expected = ref.window_relative_index(window_h, window_w, device=torch.device("meta"))
+    expected = computed_on_the_cpu(ref.window_relative_index, window_h, window_w, device=torch.device("meta"))
     return Case(test, label, call_probe(NAME, args, kwargs),
                 device_check(label, "meta", expected.shape, expected.dtype),
                 sizes={"Wh": window_h, "Ww": window_w, "N": window_h * window_w})

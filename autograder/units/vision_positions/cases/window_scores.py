@@ -66,6 +66,7 @@ import torch
 from autograder.core.behaviour import Behaviour, draw
 from autograder.core.cases import (Case, Mistake, call_label, call_probe, device_check, passed, raises_check,
                                    score_factors, size_one, tensor_check)
+from autograder.core.cases import computed_on_the_cpu
 from autograder.core.contracts import FLOAT_DTYPES, Contract, Factor, contract_cases, dtype_of
 from autograder.units.vision_positions.job import scrambled_window_index
 from solutions import vision_positions as ref
@@ -288,7 +289,7 @@ def _meta_case(test, windows, heads, window_h, window_w, head_dim):
               "k": torch.empty(windows, heads, patches, head_dim, device="meta"),
               "bias_table": torch.empty(offsets, heads, device="meta"), "window_h": window_h, "window_w": window_w}
     label = call_label(NAME, [], kwargs) + " on the meta device"
-    expected = ref.window_scores(**kwargs)
+    expected = computed_on_the_cpu(ref.window_scores, **kwargs)
     substitute = {"name": "window_relative_index", "stand_in": STAND_IN,
                   "key": _key(windows, heads, window_h, window_w)}
     return Case(test, label, call_probe(NAME, [], kwargs, substitute=substitute),
