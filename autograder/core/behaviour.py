@@ -114,8 +114,9 @@ class _Reference:
             args, kwargs, function = [args[1]], {}, module
         result = self.view(function(*args, **kwargs))
         grads = []
-        if leaves:
-            result.backward(grad_out)
+        if leaves:  # backward of the sum, not result.backward(grad_out): the same gradients, and torch's check of
+            # an explicit grad_out's shape imports sympy (0.4 s at every grader's start)
+            (result * grad_out).sum().backward()
             grads = [leaf.grad for leaf in leaves]
         return (result.detach() if isinstance(result, torch.Tensor) else result), grads
 
