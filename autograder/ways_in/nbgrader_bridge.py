@@ -41,10 +41,10 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-
-import torch
-
-from autograder.sandbox import limits, worker
+# torch and the job's side (sandbox/worker.py) are imported where a check runs, not here: nbgrader loads this module
+# with the course's config for every command (generate_assignment, generate_feedback, ...), and they would cost each
+# of those commands a second and a half of CPU for nothing.
+from autograder.sandbox import limits
 from autograder.core import units
 
 try:  # the kit is usable without nbgrader; only the course needs it
@@ -73,13 +73,18 @@ def _cases_and_plan(unit):
 
 def _job_code(unit):
     """The unit's job.py as the worker runs it beside the student's code (a module of its own)."""
+    from autograder.sandbox import worker
+
     return worker._unit_code({"unit_code": unit.job_source})
 
 
 def run_test(test_id, namespace):
     """Score one rubric test (of whichever unit has it: test ids are unique across units) on the functions in
     ``namespace``; returns the TestResult."""
+    import torch
+
     from autograder.core.grade import score_tests
+    from autograder.sandbox import worker
 
     unit = units.of_test(test_id)
     rubric = unit.rubric
@@ -118,6 +123,7 @@ def _time_in_kernel(unit, test, namespace):
     from autograder.core.loop_check import _sources_of, findings
     from autograder.core.grade import TestResult
     from autograder.core.timing import fraction_for, helper_stand_ins, share_words, value_tests, withheld_words
+    from autograder.sandbox import worker
 
     rubric, reference = unit.rubric, unit.reference
     path = next(path for path in rubric.TIMED_PATHS if path.test == test.id)
@@ -172,6 +178,7 @@ def _loops_over_positions(unit, path, namespace, stand_ins=None):
 
     from autograder.core import loop_check
     from autograder.core.timing import count_lengths, count_spec
+    from autograder.sandbox import worker
 
     rubric, job = unit.rubric, _job_code(unit)
     lengths = count_lengths(rubric, "cpu", random.SystemRandom(), path.count_from)
