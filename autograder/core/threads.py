@@ -9,7 +9,8 @@ runs the collector only between bytecodes, gh-97922). With every module a thread
 thread holds or waits for an import lock while the others run. ``import_ahead`` imports them: the modules of the
 grader that are loaded (its core, intake and sandbox, and the unit's package), every module those import inside a
 function (but jsonschema's, which takes seconds, only where a submission may hold a notebook: NOTEBOOKS_ONLY), and
-every text codec, since a submission's coding line may name any of them.
+every text codec, since a submission's coding line may name any of them, and the modules torch itself imports at
+the first call of a check of its own (TORCH_LAZY).
 tests/ways_in/test_class_run_ends.py lists the modules imported while grading threads run, over a class of every kind of
 submission, and finds none.
 
@@ -98,6 +99,10 @@ def _codecs():
 # nbformat's schema refuses.
 NOTEBOOKS_ONLY = frozenset({"nbformat.validator"})
 _deferred = set()  # of NOTEBOOKS_ONLY, those left by an earlier call
+# torch's own lazy imports that a grading thread reaches: its functions written in Python check their arguments with
+# torch._check, which imports symbolic_shapes (and sympy with it, 0.4 s) at its first call, as torch.unravel_index
+# does when a result is wrong (compare.first_wrong). No grader's start imports it any longer (core/behaviour.py).
+TORCH_LAZY = ("torch.fx.experimental.symbolic_shapes",)
 
 
 def import_ahead(*packages, modules=(), notebooks=True):
@@ -110,6 +115,10 @@ def import_ahead(*packages, modules=(), notebooks=True):
         if "codecs" not in _done:
             _codecs()
             _done.add("codecs")
+        if "torch's lazy imports" not in _done:
+            for name in TORCH_LAZY:
+                _load(name)
+            _done.add("torch's lazy imports")
         if notebooks:
             without_iri_grammars()  # jsonschema's import without seconds of grammars nbformat's schema never uses
             for name in sorted(_deferred):
