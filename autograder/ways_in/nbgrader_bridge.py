@@ -43,7 +43,7 @@ import warnings
 from pathlib import Path
 # torch and the job's side (sandbox/worker.py) are imported where a check runs, not here: nbgrader loads this module
 # with the course's config for every command (generate_assignment, generate_feedback, ...), and they would cost each
-# of those commands a second and a half of CPU for nothing.
+# of those commands about 1.3 s of CPU for nothing.
 from autograder.sandbox import limits
 from autograder.core import units
 

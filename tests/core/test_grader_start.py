@@ -12,7 +12,6 @@ import random
 import subprocess
 import sys
 
-import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
@@ -27,8 +26,8 @@ def test_building_every_unit_s_cases_imports_neither_dynamo_nor_sympy():
     CPU's shapes, through the job: tests/core/test_meta_device.py.)"""
     code = ("import sys\nfrom autograder.core import units\nfrom autograder.core.cases import build_cases\n"
             "for unit in units.all_units():\n    build_cases(unit)\n"
-            f"print(sorted(name for name in sys.modules if name.split('.')[0] in {LAZY!r} or "
-            f"name.startswith({LAZY[0]!r}))[:3])")
+            f"print(sorted(name for name in sys.modules if any(name == lazy or name.startswith(lazy + '.') "
+            f"for lazy in {LAZY!r}))[:3])")
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.strip() == "[]", f"building the cases imported {ran.stdout.strip()}"
@@ -48,14 +47,13 @@ def _trained_tasks():
 TRAINED = _trained_tasks()
 
 
-def test_some_task_of_every_kind_declares_gradients():
+def test_the_gradient_property_has_tasks_of_several_units_to_draw():
     assert len(TRAINED) >= 4 and {unit for unit, _ in TRAINED} >= {"positional_encodings", "rotary_alibi"}, TRAINED
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(TRAINED), st.integers(0, 2**31 - 1),
-       st.sampled_from([torch.float64, torch.float32]))
-def test_the_contract_s_expected_gradients_are_the_vector_jacobian_product(task_of, seed, grad_dtype):
+@given(st.sampled_from(TRAINED), st.integers(0, 2**31 - 1))
+def test_the_contract_s_expected_gradients_are_the_vector_jacobian_product(task_of, seed):
     """The gradients the reference's run gives are those of ``torch.autograd.grad`` with ``grad_outputs`` (the
     definition: the vector-Jacobian product with grad_out), for drawn calls and drawn grad_out."""
     unit_name, task = task_of
@@ -72,8 +70,7 @@ def test_the_contract_s_expected_gradients_are_the_vector_jacobian_product(task_
             weight = reference.target(*args[0]).weight.detach().clone()
         weight = torch.randn(weight.shape, generator=generator, dtype=torch.float64).to(weight.dtype)
     result, _ = reference.run(reference.target, args, kwargs, weight=weight)
-    if not result.is_floating_point():
-        pytest.skip("an integer result has no gradient")  # not so for any trained task today
+    assert result.is_floating_point(), f"{task} declares gradients but returns {result.dtype}"
     grad_out = torch.randn(result.shape, generator=generator, dtype=torch.float64).to(result.dtype)
     _, grads = reference.run(reference.target, args, kwargs, weight=weight, trained=declared.trained,
                              grad_out=grad_out)

@@ -1,7 +1,7 @@
 """Every nbgrader command loads the course's nbgrader_config.py, and with it the kit's preprocessors
 (ways_in/nbgrader_bridge.py, nbgrader_inert.py, sandbox/kernel.py). Only ``autograde`` grades: the others
 (generate_assignment, generate_feedback, export, db ...) must not pay for torch and the job's code at their start,
-about a second and a half of CPU each, which a course's instructor pays per command and CI per nbgrader test."""
+about 1.3 s of CPU each, which a course's instructor pays per command and CI per nbgrader test."""
 
 import subprocess
 import sys
